@@ -1,0 +1,58 @@
+"""minilucid: a small reverse-mode autodiff engine with a PyTorch-shaped API.
+
+Each public name below is built, and explained, in one chapter of the course.
+"""
+
+from minilucid.tensor import Tensor, float32, float64, int64  # isort: split
+
+from minilucid.autograd import grad
+from minilucid.creation import (
+    arange,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    randn,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from minilucid.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from minilucid.gradcheck import gradcheck
+from minilucid.ops.shape import cat, stack, where
+from minilucid.ops.unary import abs, clamp, exp, log, relu, sigmoid, sqrt, tanh
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Tensor",
+    "abs",
+    "arange",
+    "cat",
+    "clamp",
+    "enable_grad",
+    "exp",
+    "float32",
+    "float64",
+    "grad",
+    "gradcheck",
+    "int64",
+    "is_grad_enabled",
+    "log",
+    "manual_seed",
+    "no_grad",
+    "ones",
+    "ones_like",
+    "rand",
+    "randn",
+    "relu",
+    "set_grad_enabled",
+    "sigmoid",
+    "sqrt",
+    "stack",
+    "tanh",
+    "tensor",
+    "where",
+    "zeros",
+    "zeros_like",
+]

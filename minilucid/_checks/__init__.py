@@ -1,0 +1,1 @@
+"""Checkers used by the exercise notebooks (private: not part of the taught API)."""

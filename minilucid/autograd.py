@@ -1,0 +1,165 @@
+"""Reverse-mode automatic differentiation: sort the graph, then sweep it backwards once.
+
+`topological_order` lists the tensors of a graph so that every tensor comes after all the
+tensors it was computed from. `backward` walks that list in reverse, seeds the output with the
+gradient 1, asks each op for its local derivative times the gradient arriving from above, and
+sums what arrives at a tensor that feeds several others (the multivariate chain rule).
+"""
+
+import numpy as np
+
+from minilucid.ops.broadcast import sum_to_shape
+from minilucid.tensor import Tensor
+
+FREED = "freed"  # marks an op whose saved arrays were released by a backward pass
+
+
+def topological_order(root: Tensor) -> list:
+    """Tensors of root's graph, parents before children; iterative post-order depth-first search."""
+    order = []
+    visited = {}  # id -> True; a dict keeps the walk deterministic and needs no recursion
+    stack = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:  # all of node's parents are already in `order`
+            order.append(node)
+            continue
+        if id(node) in visited:
+            continue
+        visited[id(node)] = True
+        stack.append((node, True))
+        ctx = node._ctx
+        if ctx is None:
+            continue
+        parents = ctx.parents
+        if parents is FREED:
+            raise RuntimeError(
+                f"backward: the graph through {type(ctx).__name__} was already freed by an "
+                "earlier backward(). Pass retain_graph=True to the first backward() if you "
+                "need to go through the graph twice, or recompute the forward pass."
+            )
+        for parent in reversed(parents):
+            if isinstance(parent, Tensor) and parent.requires_grad and id(parent) not in visited:
+                stack.append((parent, False))
+    return order
+
+
+def backward(root: Tensor, gradient=None, retain_graph: bool = False, *, inputs=None, trace=None):
+    """Accumulate d(root)/d(leaf) into every leaf's .grad (or return it for `inputs`).
+
+    `trace`, when a list, receives one record per step in the order the sweep takes them:
+    (tensor, grad, [(parent, grad sent to it, shape before broadcasting was summed away), ...]).
+    """
+    if not root.requires_grad:
+        raise RuntimeError(
+            "backward: this tensor does not require grad and has no graph behind it. "
+            "Create its inputs with requires_grad=True."
+        )
+    grads = {id(root): _seed(root, gradient)}
+    order = topological_order(root)
+    wanted = None if inputs is None else {id(t): t for t in inputs}
+    found = {}
+    for node in reversed(order):
+        grad = grads.pop(id(node), None)
+        if grad is None:
+            continue
+        if node._hooks is not None:
+            for hook in node._hooks:
+                new = hook(grad)
+                grad = grad if new is None else _plain(new)
+        ctx = node._ctx
+        if wanted is not None and id(node) in wanted:
+            found[id(node)] = grad
+        elif wanted is None and (ctx is None or node._retains_grad):
+            # a fresh array: the one arriving may also have been sent to another tensor
+            node.grad = grad.copy() if node.grad is None else node.grad + grad
+        if ctx is None:
+            if trace is not None:
+                trace.append((node, grad, []))
+            continue
+        reduced = [] if trace is not None else None
+        sent = _call_backward(ctx, grad, reduced)
+        parents = ctx.parents
+        if trace is not None:
+            trace.append((node, grad, list(zip(parents, sent, reduced, strict=True))))
+        if not retain_graph:
+            ctx.parents = FREED
+            ctx.saved_tensors = None
+        for parent, g in zip(parents, sent, strict=True):
+            if g is None or not isinstance(parent, Tensor) or not parent.requires_grad:
+                continue
+            key = id(parent)
+            previous = grads.get(key)
+            grads[key] = g if previous is None else previous + g
+    if inputs is not None:
+        return tuple(found.get(id(t)) for t in inputs)
+    return None
+
+
+def _seed(root: Tensor, gradient) -> np.ndarray:
+    if gradient is None:
+        if root.data.size != 1:
+            raise RuntimeError(
+                f"backward: the output has shape {root.shape}, not a single number. Reduce it "
+                "to a scalar first (e.g. .sum()), or pass gradient= an array of that shape."
+            )
+        return np.ones_like(root.data)
+    seed = np.asarray(_plain(gradient), dtype=root.data.dtype)
+    if seed.shape != root.shape:
+        raise ValueError(
+            f"backward: gradient has shape {seed.shape} but the output has shape {root.shape}"
+        )
+    return seed
+
+
+def _call_backward(ctx, grad, reduced=None) -> list:
+    """Run one op's backward and bring each gradient to its parent's shape and dtype.
+
+    `reduced`, when a list, receives per input the op's own gradient shape if broadcasting had
+    to be summed away, else None.
+    """
+    sent = ctx.backward(ctx, grad)
+    if type(sent) is not tuple:
+        sent = (sent,)
+    parents = ctx.parents
+    if len(sent) != len(parents):
+        raise RuntimeError(
+            f"{type(ctx).__name__}.backward returned {len(sent)} gradients for "
+            f"{len(parents)} inputs; return one per input (None for an input without one)"
+        )
+    fixed = []
+    for parent, g in zip(parents, sent, strict=True):
+        if g is not None and isinstance(parent, Tensor):
+            data = parent.data
+            if reduced is not None:
+                reduced.append(g.shape if g.shape != data.shape else None)
+            if g.shape != data.shape:
+                g = sum_to_shape(g, data.shape, type(ctx).__name__)
+            if g.dtype != data.dtype:
+                g = g.astype(data.dtype)
+            if type(g) is not np.ndarray:
+                g = np.asarray(g)
+        elif reduced is not None:
+            reduced.append(None)
+        fixed.append(g)
+    return fixed
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph: bool = False) -> tuple:
+    """d(outputs)/d(inputs) returned as a tuple of arrays; no .grad is touched."""
+    single = isinstance(inputs, Tensor)
+    inputs = (inputs,) if single else tuple(inputs)
+    for t in inputs:
+        if not t.requires_grad:
+            raise RuntimeError("grad: every input must require grad")
+    found = backward(outputs, grad_outputs, retain_graph, inputs=inputs)
+    for t, g in zip(inputs, found, strict=True):
+        if g is None:
+            raise RuntimeError(
+                f"grad: an input of shape {t.shape} is not part of the output's graph"
+            )
+    return found
+
+
+def _plain(x):
+    return x.data if isinstance(x, Tensor) else x

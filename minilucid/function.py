@@ -1,0 +1,89 @@
+"""The op abstraction: a Function turns arrays into an array and knows its local derivative.
+
+`Function.apply` is where a forward computation becomes a node of the graph: it unwraps the
+input tensors, runs `forward` on their arrays, and - when gradients are wanted - remembers the
+inputs as the parents of the new tensor.
+"""
+
+import numpy as np
+
+from minilucid.grad_mode import GRAD_MODE
+from minilucid.tensor import Tensor
+
+ndarray = np.ndarray
+
+
+class Function:
+    """Base class of every op: static `forward(ctx, *arrays)` and `backward(ctx, grad)`.
+
+    An instance is the op's context (`ctx`): the node of the graph that links an output tensor
+    to its `parents` and holds what `forward` saved for `backward`.
+    """
+
+    __slots__ = ("parents", "saved_tensors")
+
+    @staticmethod
+    def forward(ctx, *arrays, **options):
+        raise NotImplementedError(f"{type(ctx).__name__}.forward is not written yet")
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise NotImplementedError(f"{type(ctx).__name__}.backward is not written yet")
+
+    def save_for_backward(self, *arrays) -> None:
+        self.saved_tensors = arrays
+
+    @property
+    def needs_input_grad(self) -> tuple:
+        return tuple(isinstance(p, Tensor) and p.requires_grad for p in self.parents)
+
+    @classmethod
+    def apply(cls, *inputs, **options) -> Tensor:
+        ctx = cls()
+        arrays = []
+        requires_grad = False
+        for x in inputs:
+            if isinstance(x, Tensor):
+                arrays.append(x.data)
+                requires_grad = requires_grad or x.requires_grad
+            else:
+                arrays.append(x)
+        try:
+            data = cls.forward(ctx, *arrays, **options)
+        except ValueError as error:
+            raise _explain(cls, arrays, error) from None
+        if type(data) is not ndarray:  # NumPy turns 0-d results into scalars
+            data = np.asarray(data)
+        out = Tensor.__new__(Tensor)
+        out.data = data
+        out.grad = None
+        out.name = None
+        out._hooks = None
+        out._retains_grad = False
+        if requires_grad and GRAD_MODE.enabled:
+            ctx.parents = inputs
+            out._ctx = ctx
+            out.requires_grad = True
+        else:
+            out._ctx = None
+            out.requires_grad = False
+        return out
+
+
+def _explain(cls, arrays, error: ValueError) -> ValueError:
+    """Turn NumPy's broadcasting complaint into one that names the op and the shapes."""
+    name = cls.__name__.lower()
+    if str(error).startswith(name + ":"):  # the op explained itself
+        return error
+    shapes = [np.shape(a) for a in arrays if isinstance(a, ndarray | list | tuple)]
+    if len(shapes) > 1:
+        try:
+            np.broadcast_shapes(*shapes)
+        except ValueError:
+            listed = " and ".join(str(s) for s in shapes)
+            return ValueError(
+                f"{name}: shapes {listed} cannot be broadcast together - aligned from the right, "
+                "each pair of dimensions must be equal or one of them 1. "
+                "Reshape or unsqueeze one operand so the dimensions line up."
+            )
+    return ValueError(f"{name}: {error}")

@@ -1,0 +1,52 @@
+"""Switching graph building off and on: `no_grad`, `enable_grad`, `set_grad_enabled`."""
+
+
+class _GradMode:
+    __slots__ = ("enabled",)
+
+    def __init__(self) -> None:
+        self.enabled = True
+
+
+GRAD_MODE = _GradMode()  # read by Function.apply on every op
+
+
+def is_grad_enabled() -> bool:
+    return GRAD_MODE.enabled
+
+
+class set_grad_enabled:  # noqa: N801  (a context manager named like PyTorch's)
+    """Within the block, ops record the graph only if `mode` is True; restores on exit."""
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = bool(mode)
+        self.previous = GRAD_MODE.enabled
+        GRAD_MODE.enabled = self.mode
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc) -> None:
+        GRAD_MODE.enabled = self.previous
+
+
+class no_grad:  # noqa: N801
+    """`with no_grad():` ops inside build no graph - for evaluation and parameter updates."""
+
+    def __enter__(self) -> None:
+        self.previous = GRAD_MODE.enabled
+        GRAD_MODE.enabled = False
+
+    def __exit__(self, *exc) -> None:
+        GRAD_MODE.enabled = self.previous
+
+
+class enable_grad:  # noqa: N801
+    """`with enable_grad():` turns graph building back on inside a `no_grad` block."""
+
+    def __enter__(self) -> None:
+        self.previous = GRAD_MODE.enabled
+        GRAD_MODE.enabled = True
+
+    def __exit__(self, *exc) -> None:
+        GRAD_MODE.enabled = self.previous

@@ -1,0 +1,35 @@
+"""Functions of neural networks, PyTorch's `torch.nn.functional` in miniature."""
+
+import numpy as np
+
+from minilucid.ops.softmax import CrossEntropy, LogSoftmax, Softmax
+from minilucid.ops.unary import relu, sigmoid, tanh
+from minilucid.tensor import Tensor
+
+__all__ = ["cross_entropy", "log_softmax", "mse_loss", "relu", "sigmoid", "softmax", "tanh"]
+
+
+def softmax(x: Tensor, dim: int = -1) -> Tensor:
+    return Softmax.apply(x, dim=dim)
+
+
+def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
+    return LogSoftmax.apply(x, dim=dim)
+
+
+def cross_entropy(logits: Tensor, targets) -> Tensor:
+    """Mean of -log softmax(logits)[target] over the batch; targets are class indices."""
+    targets = np.asarray(targets.data if isinstance(targets, Tensor) else targets)
+    return CrossEntropy.apply(logits, targets)
+
+
+def mse_loss(prediction: Tensor, target) -> Tensor:
+    """Mean of the squared differences; the two shapes must be equal."""
+    target_shape = np.shape(target.data if isinstance(target, Tensor) else target)
+    if tuple(prediction.shape) != tuple(target_shape):
+        raise ValueError(
+            f"mse_loss: prediction {prediction.shape} and target {target_shape} differ; "
+            "broadcasting them would compare every pair. Reshape one to match the other."
+        )
+    diff = prediction - target
+    return (diff * diff).mean()

@@ -1,0 +1,1 @@
+"""The ops: each a small Function with forward and backward on NumPy arrays."""

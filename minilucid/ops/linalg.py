@@ -1,0 +1,50 @@
+"""Matrix multiplication, with batches and 1-D operands as in NumPy and PyTorch."""
+
+import numpy as np
+
+from minilucid.function import Function
+
+
+class MatMul(Function):
+    """Z = A @ B;  dZ/dA = G @ B^T,  dZ/dB = A^T @ G  (G the incoming gradient)"""
+
+    __slots__ = ()
+
+    @staticmethod
+    def forward(ctx, a, b):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.ndim == 0 or b.ndim == 0:
+            raise ValueError(
+                f"matmul: {a.shape} @ {b.shape} - both operands need at least one dimension; "
+                "use * to multiply by a scalar"
+            )
+        inner_b = b.shape[-2] if b.ndim > 1 else b.shape[0]
+        if a.shape[-1] != inner_b:
+            raise ValueError(
+                f"matmul: {a.shape} @ {b.shape} - inner dimensions {a.shape[-1]} and "
+                f"{inner_b} differ"
+            )
+        ctx.save_for_backward(a, b)
+        return a @ b
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        # A 1-D operand is a row (left) or a column (right) whose extra dimension was dropped.
+        a2 = a[None, :] if a.ndim == 1 else a
+        b2 = b[:, None] if b.ndim == 1 else b
+        if a.ndim == 1:
+            grad = np.expand_dims(grad, -2)
+        if b.ndim == 1:
+            grad = np.expand_dims(grad, -1)
+        grad_a = grad_b = None
+        if need_a:
+            grad_a = grad @ np.swapaxes(b2, -1, -2)
+            if a.ndim == 1:
+                grad_a = grad_a[..., 0, :]
+        if need_b:
+            grad_b = np.swapaxes(a2, -1, -2) @ grad
+            if b.ndim == 1:
+                grad_b = grad_b[..., 0]
+        return grad_a, grad_b

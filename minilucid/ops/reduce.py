@@ -1,0 +1,102 @@
+"""Reductions: sum, mean, max and min over all numbers or over chosen dimensions.
+
+A reduction removes dimensions; its backward puts them back and spreads the gradient over
+every number that took part.
+"""
+
+import numpy as np
+
+from minilucid.function import Function
+from minilucid.ops.shape import _axis
+
+
+class Sum(Function):
+    """z = sum of a over dim;  dz/da = 1 for every summed entry"""
+
+    __slots__ = ("in_shape", "axes", "keepdim")
+
+    @staticmethod
+    def forward(ctx, a, dim=None, keepdim=False):
+        ctx.in_shape, ctx.axes, ctx.keepdim = a.shape, _axes(dim, a.ndim, "sum"), keepdim
+        return a.sum(axis=ctx.axes, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return np.broadcast_to(_restore(grad, ctx), ctx.in_shape)
+
+
+class Mean(Function):
+    """z = mean of a over dim (n entries each);  dz/da = 1 / n"""
+
+    __slots__ = ("in_shape", "axes", "keepdim")
+
+    @staticmethod
+    def forward(ctx, a, dim=None, keepdim=False):
+        ctx.in_shape, ctx.axes, ctx.keepdim = a.shape, _axes(dim, a.ndim, "mean"), keepdim
+        if a.size == 0:
+            raise ValueError(f"mean: the tensor of shape {a.shape} is empty")
+        return a.mean(axis=ctx.axes, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        count = np.prod([ctx.in_shape[i] for i in ctx.axes], dtype=np.int64)
+        return np.broadcast_to(_restore(grad, ctx) / grad.dtype.type(count), ctx.in_shape)
+
+
+class Max(Function):
+    """z = max of a over dim;  dz/da = 1 at the maximum (shared equally by ties), else 0"""
+
+    __slots__ = ("axes", "keepdim")
+
+    @staticmethod
+    def forward(ctx, a, dim=None, keepdim=False):
+        return _extreme(ctx, a, dim, keepdim, np.max, "max")
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _to_extremes(ctx, grad)
+
+
+class Min(Function):
+    """z = min of a over dim;  dz/da = 1 at the minimum (shared equally by ties), else 0"""
+
+    __slots__ = ("axes", "keepdim")
+
+    @staticmethod
+    def forward(ctx, a, dim=None, keepdim=False):
+        return _extreme(ctx, a, dim, keepdim, np.min, "min")
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _to_extremes(ctx, grad)
+
+
+def _axes(dim, ndim: int, op: str) -> tuple:
+    """dim None, an int or a tuple of ints -> a sorted tuple of non-negative axes."""
+    if dim is None:
+        return tuple(range(ndim))
+    dims = dim if isinstance(dim, tuple | list) else (dim,)
+    axes = tuple(sorted({_axis(d, ndim, op) for d in dims}))
+    if ndim == 0:  # a 0-d tensor reduces over nothing
+        return ()
+    return axes
+
+
+def _restore(grad, ctx):
+    """Put back, as size 1, the dimensions the reduction removed."""
+    return grad if ctx.keepdim else np.expand_dims(grad, ctx.axes)
+
+
+def _extreme(ctx, a, dim, keepdim, reduce, op: str):
+    ctx.axes, ctx.keepdim = _axes(dim, a.ndim, op), keepdim
+    if a.size == 0:
+        raise ValueError(f"{op}: the tensor of shape {a.shape} is empty")
+    out = reduce(a, axis=ctx.axes, keepdims=True)
+    ctx.save_for_backward(a == out)
+    return out if keepdim else np.squeeze(out, ctx.axes)
+
+
+def _to_extremes(ctx, grad):
+    (hits,) = ctx.saved_tensors
+    share = hits / hits.sum(axis=ctx.axes, keepdims=True)
+    return (_restore(grad, ctx) * share).astype(grad.dtype, copy=False)

@@ -1,0 +1,229 @@
+"""Ops that move numbers without changing them: reshape, permute, indexing, cat, stack, where.
+
+Their backward moves the gradient back to where each number came from.
+"""
+
+import numpy as np
+
+from minilucid.function import Function
+
+
+class Reshape(Function):
+    """z = a viewed as `shape`;  dz/da: the gradient viewed back as a's shape"""
+
+    __slots__ = ("in_shape",)
+
+    @staticmethod
+    def forward(ctx, a, shape):
+        ctx.in_shape = a.shape
+        try:
+            return a.reshape(shape)
+        except ValueError:
+            raise ValueError(
+                f"reshape: cannot view shape {a.shape} ({a.size} elements) as {shape}; "
+                "the number of elements must stay the same (one dimension may be -1)"
+            ) from None
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.reshape(ctx.in_shape)
+
+
+class Permute(Function):
+    """z = a with its dimensions reordered by `dims`;  dz/da: the inverse reordering"""
+
+    __slots__ = ("dims",)
+
+    @staticmethod
+    def forward(ctx, a, dims):
+        if sorted(d % max(a.ndim, 1) for d in dims) != list(range(a.ndim)) or len(dims) != a.ndim:
+            raise ValueError(
+                f"permute: dims {dims} are not a reordering of the {a.ndim} dimensions "
+                f"of shape {a.shape}"
+            )
+        ctx.dims = dims
+        return a.transpose(dims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.transpose(np.argsort([d % grad.ndim for d in ctx.dims]))
+
+
+class GetItem(Function):
+    """z = a[index];  dz/da: zeros with the gradient added back at index (repeats accumulate)"""
+
+    __slots__ = ("in_shape", "index")
+
+    @staticmethod
+    def forward(ctx, a, index):
+        index = _plain_index(index)
+        ctx.in_shape = a.shape
+        ctx.index = index
+        try:
+            return a[index]
+        except IndexError as error:
+            raise IndexError(f"getitem: {error} (indexing a tensor of shape {a.shape})") from None
+
+    @staticmethod
+    def backward(ctx, grad):
+        out = np.zeros(ctx.in_shape, dtype=grad.dtype)
+        if _is_basic(ctx.index):
+            out[ctx.index] = grad  # basic indexing never repeats an element
+        else:
+            np.add.at(out, ctx.index, grad)  # `out[i] += g` would drop repeated indices
+        return out
+
+
+class Cat(Function):
+    """z = [a1, a2, ...] joined along dim;  dz/dai: the slice of the gradient ai filled"""
+
+    __slots__ = ("dim", "sizes")
+
+    @staticmethod
+    def forward(ctx, *arrays, dim=0):
+        _same_shapes_but(arrays, dim, "cat")
+        ctx.dim = dim
+        ctx.sizes = [a.shape[dim] for a in arrays]
+        return np.concatenate(arrays, axis=dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return tuple(np.split(grad, np.cumsum(ctx.sizes)[:-1], axis=ctx.dim))
+
+
+class Stack(Function):
+    """z = [a1, a2, ...] stacked along a new dim;  dz/dai: the gradient's i-th slice there"""
+
+    __slots__ = ("dim",)
+
+    @staticmethod
+    def forward(ctx, *arrays, dim=0):
+        shapes = {a.shape for a in arrays}
+        if len(shapes) > 1:
+            raise ValueError(f"stack: all tensors need the same shape, got {_listed(arrays)}")
+        ctx.dim = dim
+        return np.stack(arrays, axis=dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return tuple(np.moveaxis(grad, ctx.dim, 0))
+
+
+class Where(Function):
+    """z = a where cond else b;  dz/da = cond,  dz/db = not cond"""
+
+    __slots__ = ()
+
+    @staticmethod
+    def forward(ctx, cond, a, b):
+        cond = np.asarray(cond, dtype=bool)
+        ctx.save_for_backward(cond)
+        return np.where(cond, a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (cond,) = ctx.saved_tensors
+        zero = np.zeros((), dtype=grad.dtype)
+        return None, np.where(cond, grad, zero), np.where(cond, zero, grad)
+
+
+def cat(tensors, dim: int = 0):
+    """Join tensors of equal shape (but along `dim`) into one."""
+    return Cat.apply(*tensors, dim=dim)
+
+
+def stack(tensors, dim: int = 0):
+    """Stack tensors of equal shape along a new dimension `dim`."""
+    return Stack.apply(*tensors, dim=dim)
+
+
+def where(condition, input, other):  # noqa: A002  (PyTorch's name)
+    """Pick from `input` where `condition` holds, else from `other` (broadcasting all three)."""
+    return Where.apply(condition, input, other)
+
+
+def _plain_index(index):
+    """Tensors inside an index become their arrays."""
+    if isinstance(index, tuple):
+        return tuple(_plain_index(i) for i in index)
+    data = getattr(index, "data", None)
+    return data if isinstance(data, np.ndarray) else index
+
+
+def _is_basic(index) -> bool:
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(isinstance(p, int | slice | type(None) | type(Ellipsis)) for p in parts)
+
+
+def _same_shapes_but(arrays, dim: int, op: str) -> None:
+    if not arrays:
+        raise ValueError(f"{op}: needs at least one tensor")
+    first = arrays[0]
+    if not -first.ndim <= dim < first.ndim:
+        raise ValueError(f"{op}: dim {dim} is out of range for tensors of shape {first.shape}")
+    axis = dim % first.ndim
+    for a in arrays:
+        others = [s for i, s in enumerate(a.shape) if i != axis]
+        if a.ndim != first.ndim or others != [s for i, s in enumerate(first.shape) if i != axis]:
+            raise ValueError(
+                f"{op}: shapes must match except along dim {dim}, got {_listed(arrays)}"
+            )
+
+
+def _listed(arrays) -> str:
+    return ", ".join(str(a.shape) for a in arrays)
+
+
+# --- argument helpers used by Tensor's methods ----------------------------------------------
+
+
+def _dim(dim, axis):
+    """PyTorch's `dim`, with NumPy's `axis` accepted as an alias."""
+    if axis is not None:
+        if dim is not None:
+            raise TypeError("give dim or axis, not both (they mean the same)")
+        return axis
+    return dim
+
+
+def _shape_args(shape: tuple) -> tuple:
+    """Accept both t.reshape(2, 3) and t.reshape((2, 3))."""
+    if len(shape) == 1 and isinstance(shape[0], tuple | list):
+        return tuple(shape[0])
+    return tuple(shape)
+
+
+def _axis(dim: int, ndim: int, op: str) -> int:
+    if not -ndim <= dim < max(ndim, 1):
+        low, high = -max(ndim, 1), max(ndim, 1) - 1
+        raise IndexError(
+            f"{op}: dim {dim} is out of range for a tensor with {ndim} dimensions "
+            f"(use {low} to {high})"
+        )
+    return dim % max(ndim, 1)
+
+
+def _flat_shape(shape: tuple, start: int, end: int) -> tuple:
+    if not shape:
+        return (1,)
+    start, end = _axis(start, len(shape), "flatten"), _axis(end, len(shape), "flatten")
+    return (*shape[:start], int(np.prod(shape[start : end + 1])), *shape[end + 1 :])
+
+
+def _unsqueezed_shape(shape: tuple, dim: int) -> tuple:
+    dim = _axis(dim, len(shape) + 1, "unsqueeze")
+    return (*shape[:dim], 1, *shape[dim:])
+
+
+def _squeezed_shape(shape: tuple, dim) -> tuple:
+    if dim is None:
+        return tuple(s for s in shape if s != 1)
+    dim = _axis(dim, len(shape), "squeeze")
+    return shape if shape[dim] != 1 else (*shape[:dim], *shape[dim + 1 :])
+
+
+def _swapped_dims(ndim: int, dim0: int, dim1: int) -> tuple:
+    dims = list(range(ndim))
+    a, b = _axis(dim0, ndim, "transpose"), _axis(dim1, ndim, "transpose")
+    dims[a], dims[b] = dims[b], dims[a]
+    return tuple(dims)

@@ -1,0 +1,93 @@
+"""Softmax and log-softmax along a dimension, computed the numerically safe way."""
+
+import numpy as np
+
+from minilucid.function import Function
+from minilucid.ops.shape import _axis
+
+
+class Softmax(Function):
+    """z = exp(a) / sum(exp(a));  dz/da applied to g: z * (g - sum(g * z))"""
+
+    __slots__ = ("dim",)
+
+    @staticmethod
+    def forward(ctx, a, dim=-1):
+        ctx.dim = _axis(dim, a.ndim, "softmax")
+        shifted = np.exp(a - a.max(axis=ctx.dim, keepdims=True))  # the largest becomes exp(0)
+        out = shifted / shifted.sum(axis=ctx.dim, keepdims=True)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return out * (grad - (grad * out).sum(axis=ctx.dim, keepdims=True))
+
+
+class LogSoftmax(Function):
+    """z = a - logsumexp(a);  dz/da applied to g: g - softmax(a) * sum(g)"""
+
+    __slots__ = ("dim",)
+
+    @staticmethod
+    def forward(ctx, a, dim=-1):
+        ctx.dim = _axis(dim, a.ndim, "log_softmax")
+        out = a - logsumexp(a, ctx.dim)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return grad - np.exp(out) * grad.sum(axis=ctx.dim, keepdims=True)
+
+
+class CrossEntropy(Function):
+    """z = mean_i(-log softmax(a_i)[t_i]);  dz/da_i = (softmax(a_i) - onehot(t_i)) / n"""
+
+    __slots__ = ("targets",)
+
+    @staticmethod
+    def forward(ctx, logits, targets):
+        _check_targets(logits, targets)
+        log_probs = logits - logsumexp(logits, 1)
+        rows = np.arange(len(targets))
+        ctx.save_for_backward(log_probs)
+        ctx.targets = targets
+        return -log_probs[rows, targets].mean()
+
+    @staticmethod
+    def backward(ctx, grad):
+        (log_probs,) = ctx.saved_tensors
+        d_logits = np.exp(log_probs)
+        d_logits[np.arange(len(ctx.targets)), ctx.targets] -= 1
+        return d_logits * (grad / len(ctx.targets)), None
+
+
+def logsumexp(a: np.ndarray, dim: int) -> np.ndarray:
+    """log(sum(exp(a))) along dim (kept), shifted by the maximum so that exp cannot overflow."""
+    top = a.max(axis=dim, keepdims=True)
+    return top + np.log(np.exp(a - top).sum(axis=dim, keepdims=True))
+
+
+def _check_targets(logits: np.ndarray, targets: np.ndarray) -> None:
+    if logits.ndim != 2:
+        raise ValueError(
+            f"cross_entropy: logits must have shape (batch, classes), got {logits.shape}"
+        )
+    if targets.ndim != 1 or targets.dtype.kind not in "iu":
+        raise ValueError(
+            f"cross_entropy: targets must be a 1-D tensor of class indices (integers), "
+            f"got shape {targets.shape} and dtype {targets.dtype}"
+        )
+    if len(targets) != len(logits):
+        raise ValueError(f"cross_entropy: {len(logits)} rows of logits but {len(targets)} targets")
+    classes = logits.shape[1]
+    bad = (targets < 0) | (targets >= classes)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(
+            f"cross_entropy: target {int(targets[i])} at position {i} is not a class index; "
+            f"with {classes} classes use 0 to {classes - 1}"
+        )

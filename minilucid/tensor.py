@@ -1,0 +1,315 @@
+"""The Tensor: an array that is also a node of the computation graph.
+
+A tensor keeps its `data` (a NumPy array), its `grad` (None until backward), and, when an op
+made it, that op's context `_ctx`, whose `parents` are the tensors the op consumed. Every
+operator and method below is a one-line call to its op; the ops live in `minilucid.ops`.
+"""
+
+import numpy as np
+
+float32 = np.dtype("float32")
+float64 = np.dtype("float64")
+int64 = np.dtype("int64")
+
+
+def _as_array(data, dtype, where: str) -> np.ndarray:
+    """Python data becomes float32 (ints stay int64), NumPy arrays keep their dtype."""
+    if isinstance(data, Tensor):
+        data = data.data
+    if dtype is not None:
+        dtype = np.dtype(dtype)
+    if isinstance(data, np.ndarray):
+        return data if dtype is None or data.dtype == dtype else data.astype(dtype)
+    try:
+        array = np.array(data, dtype=dtype)
+    except ValueError:
+        raise ValueError(
+            f"{where}: the nested lists are ragged - every row must have the same length "
+            f"(got {_row_lengths(data)}). Pad the rows or build one tensor per row."
+        ) from None
+    if array.dtype == object:
+        raise TypeError(f"{where}: cannot make a tensor from {type(data).__name__} data")
+    if dtype is None and array.dtype.kind == "f":
+        array = array.astype(float32)
+    return array
+
+
+def _row_lengths(data) -> str:
+    rows = [len(r) if isinstance(r, list | tuple) else "scalar" for r in data]
+    return "row lengths " + ", ".join(str(n) for n in rows)
+
+
+class Tensor:
+    """A NumPy array that remembers how it was computed, so that gradients can flow back."""
+
+    __slots__ = ("data", "grad", "requires_grad", "name", "_ctx", "_hooks", "_retains_grad")
+    __hash__ = object.__hash__  # `==` is elementwise, identity is the hash
+
+    # --- chapter 01: the node --------------------------------------------------------------
+
+    def __init__(self, data, requires_grad: bool = False, dtype=None, name: str | None = None):
+        self.data = _as_array(data, dtype, "Tensor")
+        self.grad = None
+        self.name = name
+        self._ctx = None  # the op that created this tensor; None for a leaf
+        self._hooks = None
+        self._retains_grad = False
+        self.requires_grad = False
+        if requires_grad:
+            self.requires_grad_(True)
+
+    def __repr__(self) -> str:
+        body = np.array2string(self.data, separator=", ", precision=4, prefix="tensor(")
+        extras = []
+        if self.data.dtype != float32:
+            extras.append(f"dtype={self.data.dtype}")
+        if self._ctx is not None:
+            extras.append(f"grad_fn=<{type(self._ctx).__name__}>")
+        elif self.requires_grad:
+            extras.append("requires_grad=True")
+        if self.name is not None:
+            extras.append(f"name={self.name!r}")
+        return "tensor(" + ", ".join([body, *extras]) + ")"
+
+    @property
+    def shape(self) -> tuple:
+        return self.data.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data.dtype
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._ctx is None
+
+    @property
+    def grad_fn(self):
+        return self._ctx
+
+    def item(self) -> float:
+        if self.data.size != 1:
+            raise ValueError(
+                f"item: only a one-element tensor has an item; this one has shape {self.shape}"
+            )
+        return self.data.item()
+
+    def numpy(self) -> np.ndarray:
+        return self.data
+
+    def __len__(self) -> int:
+        if self.data.ndim == 0:
+            raise TypeError("len: a 0-d tensor has no length")
+        return len(self.data)
+
+    def __add__(self, other):
+        return Add.apply(self, other)
+
+    def __mul__(self, other):
+        return Mul.apply(self, other)
+
+    # --- chapter 02: elementwise arithmetic -------------------------------------------------
+
+    def __radd__(self, other):
+        return Add.apply(other, self)
+
+    def __sub__(self, other):
+        return Sub.apply(self, other)
+
+    def __rsub__(self, other):
+        return Sub.apply(other, self)
+
+    def __rmul__(self, other):
+        return Mul.apply(other, self)
+
+    def __truediv__(self, other):
+        return Div.apply(self, other)
+
+    def __rtruediv__(self, other):
+        return Div.apply(other, self)
+
+    def __neg__(self):
+        return Neg.apply(self)
+
+    def __pow__(self, other):
+        return Pow.apply(self, other)
+
+    def __rpow__(self, other):
+        return Pow.apply(other, self)
+
+    # --- chapter 03: reverse mode -----------------------------------------------------------
+
+    def backward(self, gradient=None, retain_graph: bool = False) -> None:
+        backward(self, gradient, retain_graph)
+
+    # --- chapter 04: shapes -----------------------------------------------------------------
+
+    def sum(self, dim=None, keepdim: bool = False, *, axis=None):
+        return Sum.apply(self, dim=_dim(dim, axis), keepdim=keepdim)
+
+    def mean(self, dim=None, keepdim: bool = False, *, axis=None):
+        return Mean.apply(self, dim=_dim(dim, axis), keepdim=keepdim)
+
+    def max(self, dim=None, keepdim: bool = False, *, axis=None):
+        return Max.apply(self, dim=_dim(dim, axis), keepdim=keepdim)
+
+    def min(self, dim=None, keepdim: bool = False, *, axis=None):
+        return Min.apply(self, dim=_dim(dim, axis), keepdim=keepdim)
+
+    def reshape(self, *shape):
+        return Reshape.apply(self, shape=_shape_args(shape))
+
+    def view(self, *shape):
+        return Reshape.apply(self, shape=_shape_args(shape))
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1):
+        return Reshape.apply(self, shape=_flat_shape(self.shape, start_dim, end_dim))
+
+    def unsqueeze(self, dim: int):
+        return Reshape.apply(self, shape=_unsqueezed_shape(self.shape, dim))
+
+    def squeeze(self, dim=None):
+        return Reshape.apply(self, shape=_squeezed_shape(self.shape, dim))
+
+    def permute(self, *dims):
+        return Permute.apply(self, dims=_shape_args(dims))
+
+    def transpose(self, dim0: int = 0, dim1: int = 1):
+        return Permute.apply(self, dims=_swapped_dims(self.ndim, dim0, dim1))
+
+    @property
+    def T(self):  # noqa: N802  (PyTorch's name)
+        return Permute.apply(self, dims=tuple(range(self.ndim - 1, -1, -1)))
+
+    def __getitem__(self, index):
+        return GetItem.apply(self, index=index)
+
+    def matmul(self, other):
+        return MatMul.apply(self, other)
+
+    def __matmul__(self, other):
+        return MatMul.apply(self, other)
+
+    def __rmatmul__(self, other):
+        return MatMul.apply(other, self)
+
+    # --- chapter 05: functions and numerics -------------------------------------------------
+
+    def exp(self):
+        return Exp.apply(self)
+
+    def log(self):
+        return Log.apply(self)
+
+    def sqrt(self):
+        return Sqrt.apply(self)
+
+    def abs(self):
+        return Abs.apply(self)
+
+    def __abs__(self):
+        return Abs.apply(self)
+
+    def clamp(self, min=None, max=None):  # noqa: A002  (PyTorch's names)
+        return Clamp.apply(self, low=min, high=max)
+
+    def tanh(self):
+        return Tanh.apply(self)
+
+    def sigmoid(self):
+        return Sigmoid.apply(self)
+
+    def relu(self):
+        return Relu.apply(self)
+
+    def softmax(self, dim: int = -1):
+        return Softmax.apply(self, dim=dim)
+
+    def log_softmax(self, dim: int = -1):
+        return LogSoftmax.apply(self, dim=dim)
+
+    # --- chapter 06: graph hygiene ----------------------------------------------------------
+
+    def requires_grad_(self, requires_grad: bool = True):
+        if requires_grad and self.data.dtype.kind != "f":
+            raise TypeError(
+                f"requires_grad: only floating-point tensors can have gradients, "
+                f"this one is {self.data.dtype}. Create it with float data or dtype=float32."
+            )
+        if not requires_grad and self._ctx is not None:
+            raise RuntimeError(
+                "requires_grad_: this tensor was computed by an op; use .detach() to cut it "
+                "out of the graph instead"
+            )
+        self.requires_grad = bool(requires_grad)
+        return self
+
+    def detach(self):
+        return Tensor(self.data, name=self.name)
+
+    def retain_grad(self) -> None:
+        if not self.requires_grad:
+            raise RuntimeError("retain_grad: this tensor does not require grad")
+        self._retains_grad = self._ctx is not None
+
+    def register_hook(self, hook) -> None:
+        if not self.requires_grad:
+            raise RuntimeError("register_hook: this tensor does not require grad")
+        self._hooks = (*(self._hooks or ()), hook)
+
+    def __eq__(self, other):
+        return Tensor(self.data == _plain(other))
+
+    def __ne__(self, other):
+        return Tensor(self.data != _plain(other))
+
+    def __lt__(self, other):
+        return Tensor(self.data < _plain(other))
+
+    def __le__(self, other):
+        return Tensor(self.data <= _plain(other))
+
+    def __gt__(self, other):
+        return Tensor(self.data > _plain(other))
+
+    def __ge__(self, other):
+        return Tensor(self.data >= _plain(other))
+
+    def __bool__(self) -> bool:
+        if self.data.size != 1:
+            raise RuntimeError(
+                f"bool: the truth value of a tensor of shape {self.shape} is ambiguous; "
+                "use .all() on .data, or compare .item()"
+            )
+        return bool(self.data)
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+
+def _plain(x):
+    return x.data if isinstance(x, Tensor) else x
+
+
+# Ops need Tensor, so they are imported after it; the methods above look them up at call time.
+from minilucid.autograd import backward  # noqa: E402
+from minilucid.ops.elementwise import Add, Div, Mul, Neg, Pow, Sub  # noqa: E402
+from minilucid.ops.linalg import MatMul  # noqa: E402
+from minilucid.ops.reduce import Max, Mean, Min, Sum  # noqa: E402
+from minilucid.ops.shape import (  # noqa: E402
+    GetItem,
+    Permute,
+    Reshape,
+    _dim,
+    _flat_shape,
+    _shape_args,
+    _squeezed_shape,
+    _swapped_dims,
+    _unsqueezed_shape,
+)
+from minilucid.ops.softmax import LogSoftmax, Softmax  # noqa: E402
+from minilucid.ops.unary import Abs, Clamp, Exp, Log, Relu, Sigmoid, Sqrt, Tanh  # noqa: E402
