@@ -44,9 +44,18 @@ def topological_order(root: Tensor) -> list:
     return order
 
 
-def backward(root: Tensor, gradient=None, retain_graph: bool = False, *, inputs=None, trace=None):
+def backward(
+    root: Tensor,
+    gradient=None,
+    retain_graph: bool = False,
+    *,
+    inputs=None,
+    trace=None,
+    sort=topological_order,
+):
     """Accumulate d(root)/d(leaf) into every leaf's .grad (or return it for `inputs`).
 
+    `sort` is the function that orders the graph (chapter 03 lets you plug in your own).
     `trace`, when a list, receives one record per step in the order the sweep takes them:
     (tensor, grad, [(parent, grad sent to it, shape before broadcasting was summed away), ...]).
     """
@@ -56,7 +65,7 @@ def backward(root: Tensor, gradient=None, retain_graph: bool = False, *, inputs=
             "Create its inputs with requires_grad=True."
         )
     grads = {id(root): _seed(root, gradient)}
-    order = topological_order(root)
+    order = sort(root)
     wanted = None if inputs is None else {id(t): t for t in inputs}
     found = {}
     for node in reversed(order):

@@ -1,0 +1,63 @@
+"""Is this machine ready for the course? Python, NumPy, Graphviz's `dot`, JupyterLab."""
+
+import importlib.metadata
+import shutil
+import subprocess
+import sys
+
+GRAPHVIZ_INSTALL = {
+    "Debian/Ubuntu": "sudo apt-get install -y graphviz",
+    "macOS (Homebrew)": "brew install graphviz",
+    "conda (any system)": "conda install -c conda-forge graphviz python-graphviz",
+    "Windows (winget)": "winget install graphviz  (then open a new terminal)",
+}
+
+PYTHON_PACKAGE_INSTALL = {
+    "pip (in the course's .venv)": ".venv/bin/pip install {package}",
+    "conda": "conda install -c conda-forge {package}",
+}
+
+
+def graphviz_install_hint() -> str:
+    """How to install Graphviz's `dot` program, one line per platform."""
+    lines = ["Graphviz's `dot` program is not on PATH. Install it with one of:"]
+    lines += [f"  {where:<20} {command}" for where, command in GRAPHVIZ_INSTALL.items()]
+    return "\n".join(lines)
+
+
+def dot_version() -> str | None:
+    """The version `dot -V` reports, or None if `dot` is not installed."""
+    dot = shutil.which("dot")
+    if dot is None:
+        return None
+    result = subprocess.run([dot, "-V"], capture_output=True, text=True, check=False)
+    words = (result.stderr or result.stdout).split()
+    return words[words.index("version") + 1] if "version" in words else "unknown"
+
+
+def check_environment(verbose: bool = True) -> dict:
+    """Check each piece the course needs; print a line per piece and the fix for what is missing.
+
+    Returns {piece: version or None}.
+    """
+    found = {"Python": sys.version.split()[0]}
+    for package in ("numpy", "graphviz", "jupyterlab", "matplotlib"):
+        try:
+            found[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            found[package] = None
+    found["dot (Graphviz)"] = dot_version()
+    if verbose:
+        for piece, version in found.items():
+            print(f"{'ok ' if version else 'MISSING'}  {piece:<15} {version or ''}")
+        for piece, version in found.items():
+            if version is not None:
+                continue
+            print()
+            if piece == "dot (Graphviz)":
+                print(graphviz_install_hint())
+            else:
+                print(f"{piece} is missing. Install it with one of:")
+                for where, command in PYTHON_PACKAGE_INSTALL.items():
+                    print(f"  {where:<30} {command.format(package=piece)}")
+    return found

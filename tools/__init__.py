@@ -1,0 +1,1 @@
+"""Development scripts of the course: sync, exercises, progress, html."""
