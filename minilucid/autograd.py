@@ -4,6 +4,9 @@
 tensors it was computed from. `backward` walks that list in reverse, seeds the output with the
 gradient 1, asks each op for its local derivative times the gradient arriving from above, and
 sums what arrives at a tensor that feeds several others (the multivariate chain rule).
+
+Tensors are the keys of the dicts below: a tensor hashes by identity (see `Tensor.__hash__`),
+so two tensors are the same key only when they are the same object.
 """
 
 import numpy as np
@@ -11,23 +14,28 @@ import numpy as np
 from minilucid.ops.broadcast import sum_to_shape
 from minilucid.tensor import Tensor
 
+ndarray = np.ndarray
+
 FREED = "freed"  # marks an op whose saved arrays were released by a backward pass
 
 
 def topological_order(root: Tensor) -> list:
     """Tensors of root's graph, parents before children; iterative post-order depth-first search."""
     order = []
-    visited = {}  # id -> True; a dict keeps the walk deterministic and needs no recursion
-    stack = [(root, False)]
+    visited = {}  # tensor -> True; a dict keeps the walk deterministic and needs no recursion
+    # Two stacks kept in step, rather than one of (node, expanded) pairs: a million-deep chain
+    # would otherwise hold a million pairs, and Python's cyclic collector rescans them all.
+    stack, expanded = [root], [False]
     while stack:
-        node, expanded = stack.pop()
-        if expanded:  # all of node's parents are already in `order`
+        node, done = stack.pop(), expanded.pop()
+        if done:  # all of node's parents are already in `order`
             order.append(node)
             continue
-        if id(node) in visited:
+        if node in visited:
             continue
-        visited[id(node)] = True
-        stack.append((node, True))
+        visited[node] = True
+        stack.append(node)
+        expanded.append(True)
         ctx = node._ctx
         if ctx is None:
             continue
@@ -39,8 +47,9 @@ def topological_order(root: Tensor) -> list:
                 "need to go through the graph twice, or recompute the forward pass."
             )
         for parent in reversed(parents):
-            if isinstance(parent, Tensor) and parent.requires_grad and id(parent) not in visited:
-                stack.append((parent, False))
+            if isinstance(parent, Tensor) and parent.requires_grad and parent not in visited:
+                stack.append(parent)
+                expanded.append(False)
     return order
 
 
@@ -64,12 +73,12 @@ def backward(
             "backward: this tensor does not require grad and has no graph behind it. "
             "Create its inputs with requires_grad=True."
         )
-    grads = {id(root): _seed(root, gradient)}
+    grads = {root: _seed(root, gradient)}  # tensor -> the sum of the gradients sent to it so far
     order = sort(root)
     wanted = None if inputs is None else {id(t): t for t in inputs}
     found = {}
     for node in reversed(order):
-        grad = grads.pop(id(node), None)
+        grad = grads.pop(node, None)
         if grad is None:
             continue
         if node._hooks is not None:
@@ -77,29 +86,41 @@ def backward(
                 new = hook(grad)
                 grad = grad if new is None else _plain(new)
         ctx = node._ctx
-        if wanted is not None and id(node) in wanted:
-            found[id(node)] = grad
-        elif wanted is None and (ctx is None or node._retains_grad):
+        if wanted is not None:
+            if id(node) in wanted:
+                found[id(node)] = grad
+        elif ctx is None or node._retains_grad:
             # a fresh array: the one arriving may also have been sent to another tensor
             node.grad = grad.copy() if node.grad is None else node.grad + grad
         if ctx is None:
             if trace is not None:
                 trace.append((node, grad, []))
             continue
-        reduced = [] if trace is not None else None
-        sent = _call_backward(ctx, grad, reduced)
+        sent = ctx.backward(ctx, grad)
+        if type(sent) is not tuple:
+            sent = (sent,)
         parents = ctx.parents
+        if len(sent) != len(parents):
+            raise _count_error(ctx, sent)
+        record = [] if trace is not None else None
+        for parent, g in zip(parents, sent, strict=True):
+            summed_from = None  # the op's gradient shape, if broadcasting had to be summed away
+            if g is not None and isinstance(parent, Tensor):
+                data = parent.data
+                # most gradients fit already; `is` spares the slower dtype comparison
+                if type(g) is not ndarray or g.shape != data.shape or g.dtype is not data.dtype:
+                    summed_from = g.shape if g.shape != data.shape else None
+                    g = _conform(g, data, type(ctx).__name__)
+                if parent.requires_grad:
+                    previous = grads.get(parent)
+                    grads[parent] = g if previous is None else previous + g
+            if record is not None:
+                record.append((parent, g, summed_from))
         if trace is not None:
-            trace.append((node, grad, list(zip(parents, sent, reduced, strict=True))))
+            trace.append((node, grad, record))
         if not retain_graph:
             ctx.parents = FREED
             ctx.saved_tensors = None
-        for parent, g in zip(parents, sent, strict=True):
-            if g is None or not isinstance(parent, Tensor) or not parent.requires_grad:
-                continue
-            key = id(parent)
-            previous = grads.get(key)
-            grads[key] = g if previous is None else previous + g
     if inputs is not None:
         return tuple(found.get(id(t)) for t in inputs)
     return None
@@ -121,37 +142,22 @@ def _seed(root: Tensor, gradient) -> np.ndarray:
     return seed
 
 
-def _call_backward(ctx, grad, reduced=None) -> list:
-    """Run one op's backward and bring each gradient to its parent's shape and dtype.
+def _count_error(ctx, sent: tuple) -> RuntimeError:
+    return RuntimeError(
+        f"{type(ctx).__name__}.backward returned {len(sent)} gradients for "
+        f"{len(ctx.parents)} inputs; return one per input (None for an input without one)"
+    )
 
-    `reduced`, when a list, receives per input the op's own gradient shape if broadcasting had
-    to be summed away, else None.
-    """
-    sent = ctx.backward(ctx, grad)
-    if type(sent) is not tuple:
-        sent = (sent,)
-    parents = ctx.parents
-    if len(sent) != len(parents):
-        raise RuntimeError(
-            f"{type(ctx).__name__}.backward returned {len(sent)} gradients for "
-            f"{len(parents)} inputs; return one per input (None for an input without one)"
-        )
-    fixed = []
-    for parent, g in zip(parents, sent, strict=True):
-        if g is not None and isinstance(parent, Tensor):
-            data = parent.data
-            if reduced is not None:
-                reduced.append(g.shape if g.shape != data.shape else None)
-            if g.shape != data.shape:
-                g = sum_to_shape(g, data.shape, type(ctx).__name__)
-            if g.dtype != data.dtype:
-                g = g.astype(data.dtype)
-            if type(g) is not np.ndarray:
-                g = np.asarray(g)
-        elif reduced is not None:
-            reduced.append(None)
-        fixed.append(g)
-    return fixed
+
+def _conform(g, data: np.ndarray, op: str) -> np.ndarray:
+    """An op's gradient `g`, summed to the shape of its input `data` and cast to its dtype."""
+    if g.shape != data.shape:
+        g = sum_to_shape(g, data.shape, op)
+    if g.dtype != data.dtype:
+        g = g.astype(data.dtype)
+    if type(g) is not ndarray:
+        g = np.asarray(g)
+    return g
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph: bool = False) -> tuple:

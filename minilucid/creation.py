@@ -13,25 +13,33 @@ def tensor(data, requires_grad: bool = False, dtype=None, name: str | None = Non
 
 
 def zeros(*shape, dtype=float32, requires_grad: bool = False) -> Tensor:
-    return Tensor(np.zeros(_size(shape), dtype=dtype), requires_grad=requires_grad)
+    """A tensor of the given shape filled with 0: `zeros(2, 3)` or `zeros((2, 3))`."""
+    return Tensor(np.zeros(_size(shape, "zeros"), dtype=dtype), requires_grad=requires_grad)
 
 
 def ones(*shape, dtype=float32, requires_grad: bool = False) -> Tensor:
-    return Tensor(np.ones(_size(shape), dtype=dtype), requires_grad=requires_grad)
+    """A tensor of the given shape filled with 1: `ones(2, 3)` or `ones((2, 3))`."""
+    return Tensor(np.ones(_size(shape, "ones"), dtype=dtype), requires_grad=requires_grad)
 
 
 def zeros_like(t: Tensor, requires_grad: bool = False) -> Tensor:
+    """Zeros with the shape and dtype of `t` (a new leaf, not connected to `t`'s graph)."""
     return Tensor(np.zeros_like(t.data), requires_grad=requires_grad)
 
 
 def ones_like(t: Tensor, requires_grad: bool = False) -> Tensor:
+    """Ones with the shape and dtype of `t` (a new leaf, not connected to `t`'s graph)."""
     return Tensor(np.ones_like(t.data), requires_grad=requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False) -> Tensor:
+    """start, start + step, ... up to but not including end; `arange(n)` is 0, 1, ..., n - 1."""
     if end is None:
         start, end = 0, start
-    return Tensor(np.arange(start, end, step), dtype=dtype, requires_grad=requires_grad)
+    data = np.arange(start, end, step)
+    if dtype is None and data.dtype.kind == "f":
+        dtype = float32  # Python floats make float32 tensors, as in `tensor`
+    return Tensor(data, dtype=dtype, requires_grad=requires_grad)
 
 
 def manual_seed(seed: int) -> None:
@@ -42,19 +50,22 @@ def manual_seed(seed: int) -> None:
 
 def randn(*shape, dtype=float32, requires_grad: bool = False) -> Tensor:
     """Standard normal numbers (mean 0, variance 1)."""
-    data = _rng.standard_normal(_size(shape)).astype(dtype)
+    data = _rng.standard_normal(_size(shape, "randn")).astype(dtype)
     return Tensor(data, requires_grad=requires_grad)
 
 
 def rand(*shape, dtype=float32, requires_grad: bool = False) -> Tensor:
     """Uniform numbers in [0, 1)."""
-    return Tensor(_rng.random(_size(shape)).astype(dtype), requires_grad=requires_grad)
+    return Tensor(_rng.random(_size(shape, "rand")).astype(dtype), requires_grad=requires_grad)
 
 
-def _size(shape: tuple) -> tuple:
+def _size(shape: tuple, op: str) -> tuple:
     if len(shape) == 1 and isinstance(shape[0], tuple | list):
         shape = tuple(shape[0])
     for s in shape:
         if not isinstance(s, int | np.integer) or s < 0:
-            raise ValueError(f"shape {shape}: sizes must be non-negative integers")
+            raise ValueError(
+                f"{op}: shape {shape} - sizes must be non-negative integers, "
+                f"e.g. {op}(2, 3) or {op}((2, 3))"
+            )
     return tuple(shape)

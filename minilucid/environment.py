@@ -9,12 +9,22 @@ GRAPHVIZ_INSTALL = {
     "Debian/Ubuntu": "sudo apt-get install -y graphviz",
     "macOS (Homebrew)": "brew install graphviz",
     "conda (any system)": "conda install -c conda-forge graphviz python-graphviz",
-    "Windows (winget)": "winget install graphviz  (then open a new terminal)",
+    "Windows (winget)": "winget install -e --id Graphviz.Graphviz  (then open a new terminal)",
+}
+
+# The Python packages the course uses: the name pip knows them by -> the name on conda-forge
+# (the Python side of Graphviz is `python-graphviz` there; plain `graphviz` is the `dot` program).
+PYTHON_PACKAGES = {
+    "numpy": "numpy",
+    "graphviz": "python-graphviz",
+    "jupyterlab": "jupyterlab",
+    "matplotlib": "matplotlib",
 }
 
 PYTHON_PACKAGE_INSTALL = {
-    "pip (in the course's .venv)": ".venv/bin/pip install {package}",
-    "conda": "conda install -c conda-forge {package}",
+    "Linux/macOS (.venv)": ".venv/bin/python -m pip install {pip_name}",
+    "Windows (.venv)": r".venv\Scripts\python -m pip install {pip_name}",
+    "conda (any system)": "conda install -c conda-forge {conda_name}",
 }
 
 
@@ -30,7 +40,10 @@ def dot_version() -> str | None:
     dot = shutil.which("dot")
     if dot is None:
         return None
-    result = subprocess.run([dot, "-V"], capture_output=True, text=True, check=False)
+    try:
+        result = subprocess.run([dot, "-V"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):  # found, but it does not run
+        return "unknown"
     words = (result.stderr or result.stdout).split()
     return words[words.index("version") + 1] if "version" in words else "unknown"
 
@@ -41,7 +54,7 @@ def check_environment(verbose: bool = True) -> dict:
     Returns {piece: version or None}.
     """
     found = {"Python": sys.version.split()[0]}
-    for package in ("numpy", "graphviz", "jupyterlab", "matplotlib"):
+    for package in PYTHON_PACKAGES:
         try:
             found[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
@@ -49,15 +62,16 @@ def check_environment(verbose: bool = True) -> dict:
     found["dot (Graphviz)"] = dot_version()
     if verbose:
         for piece, version in found.items():
-            print(f"{'ok ' if version else 'MISSING'}  {piece:<15} {version or ''}")
+            print(f"{'ok' if version else 'MISSING':<7}  {piece:<15} {version or ''}".rstrip())
         for piece, version in found.items():
             if version is not None:
                 continue
             print()
             if piece == "dot (Graphviz)":
                 print(graphviz_install_hint())
-            else:
-                print(f"{piece} is missing. Install it with one of:")
-                for where, command in PYTHON_PACKAGE_INSTALL.items():
-                    print(f"  {where:<30} {command.format(package=piece)}")
+                continue
+            print(f"The Python package {piece} is missing. Install it with one of:")
+            for where, command in PYTHON_PACKAGE_INSTALL.items():
+                names = {"pip_name": piece, "conda_name": PYTHON_PACKAGES[piece]}
+                print(f"  {where:<20} {command.format(**names)}")
     return found

@@ -35,7 +35,7 @@ def gradcheck(
     for i, (a, n) in enumerate(zip(analytic, numeric, strict=True)):
         bad = ~np.isclose(a, n, rtol=rtol, atol=atol)
         if bad.any():
-            where = np.unravel_index(int(np.argmax(bad)), a.shape)
+            where = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), a.shape))
             message = (
                 f"gradcheck: input {i} (shape {a.shape}) disagrees at entry {where}: "
                 f"backward gave {a[where]:.6g}, central differences give {n[where]:.6g} "

@@ -11,7 +11,9 @@ def numerical_grad(fn, inputs, eps: float = 1e-6, grad_output=None) -> list:
 
     (f(x + eps) - f(x - eps)) / (2 eps) has an error of order eps**2, so use float64 inputs.
     """
-    inputs = [x if isinstance(x, Tensor) else Tensor(x) for x in inputs]
+    # Nudge copies: the caller's arrays stay untouched, and a copy is contiguous, so that
+    # `reshape(-1)` below is a view (of a transposed array it would be a copy).
+    inputs = [Tensor(np.array(x.data if isinstance(x, Tensor) else x, order="C")) for x in inputs]
     with no_grad():
         out = fn(*inputs)
         weights = np.ones_like(out.data) if grad_output is None else np.asarray(grad_output)

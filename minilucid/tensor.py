@@ -19,19 +19,23 @@ def _as_array(data, dtype, where: str) -> np.ndarray:
     if dtype is not None:
         dtype = np.dtype(dtype)
     if isinstance(data, np.ndarray):
-        return data if dtype is None or data.dtype == dtype else data.astype(dtype)
-    try:
-        array = np.array(data, dtype=dtype)
-    except ValueError:
-        raise ValueError(
-            f"{where}: the nested lists are ragged - every row must have the same length "
-            f"(got {_row_lengths(data)}). Pad the rows or build one tensor per row."
-        ) from None
-    if array.dtype == object:
-        raise TypeError(f"{where}: cannot make a tensor from {type(data).__name__} data")
-    if dtype is None and array.dtype.kind == "f":
-        array = array.astype(float32)
-    return array
+        array = data
+    else:
+        try:
+            array = np.array(data)
+        except ValueError:
+            raise ValueError(
+                f"{where}: the nested lists are ragged - every row must have the same length "
+                f"(got {_row_lengths(data)}). Pad the rows or build one tensor per row."
+            ) from None
+        if dtype is None and array.dtype.kind == "f":
+            dtype = float32
+    if array.dtype.kind not in "biuf":  # bool, int, unsigned int, float
+        raise TypeError(
+            f"{where}: cannot make a tensor from {type(data).__name__} data of dtype "
+            f"{array.dtype}; use numbers, (nested) lists of numbers or a NumPy array of numbers"
+        )
+    return array if dtype is None or array.dtype == dtype else array.astype(dtype)
 
 
 def _row_lengths(data) -> str:
@@ -44,6 +48,7 @@ class Tensor:
 
     __slots__ = ("data", "grad", "requires_grad", "name", "_ctx", "_hooks", "_retains_grad")
     __hash__ = object.__hash__  # `==` is elementwise, identity is the hash
+    __array_ufunc__ = None  # `array + t` calls t.__radd__ instead of NumPy looping over t
 
     # --- chapter 01: the node --------------------------------------------------------------
 
@@ -149,16 +154,16 @@ class Tensor:
     # --- chapter 04: shapes -----------------------------------------------------------------
 
     def sum(self, dim=None, keepdim: bool = False, *, axis=None):
-        return Sum.apply(self, dim=_dim(dim, axis), keepdim=keepdim)
+        return Sum.apply(self, dim=_dim(dim, axis, "sum"), keepdim=keepdim)
 
     def mean(self, dim=None, keepdim: bool = False, *, axis=None):
-        return Mean.apply(self, dim=_dim(dim, axis), keepdim=keepdim)
+        return Mean.apply(self, dim=_dim(dim, axis, "mean"), keepdim=keepdim)
 
     def max(self, dim=None, keepdim: bool = False, *, axis=None):
-        return Max.apply(self, dim=_dim(dim, axis), keepdim=keepdim)
+        return Max.apply(self, dim=_dim(dim, axis, "max"), keepdim=keepdim)
 
     def min(self, dim=None, keepdim: bool = False, *, axis=None):
-        return Min.apply(self, dim=_dim(dim, axis), keepdim=keepdim)
+        return Min.apply(self, dim=_dim(dim, axis, "min"), keepdim=keepdim)
 
     def reshape(self, *shape):
         return Reshape.apply(self, shape=_shape_args(shape))

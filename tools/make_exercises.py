@@ -50,6 +50,13 @@ def _config() -> Config:
     config.LockCells.lock_grade_cells = True
     config.LockCells.lock_readonly_cells = True
     config.LockCells.lock_all_cells = False
+    # outputs and execution counts go; so do per-cell timings left by an executed solution
+    config.ClearOutput.remove_metadata_fields = {
+        "collapsed",
+        "scrolled",
+        "execution",
+        "ExecuteTime",
+    }
     # nbconvert's own default preprocessors stay off: only the pipeline above runs
     config.NotebookExporter.default_preprocessors = []
     return config
@@ -149,6 +156,13 @@ def write(
     return written, notes
 
 
+def _show(path: Path | str) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="fail if exercises/ is out of date")
@@ -170,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
 
     written, notes = write(args.solutions, args.exercises, force=args.force)
     for path in written:
-        print(f"wrote {path}")
+        print(f"wrote {_show(path)}")
     for note in notes:
         print(note)
     print(f"make_exercises: {len(written)} of {n} exercise notebook(s) written")

@@ -12,14 +12,14 @@ def sum_to_shape(grad: np.ndarray, shape: tuple, op: str = "backward") -> np.nda
     extra = grad.ndim - len(shape)
     if extra < 0:
         raise _mismatch(grad.shape, shape, op)
-    if extra:
-        grad = grad.sum(axis=tuple(range(extra)))
     stretched = []
-    for axis, (size, wanted) in enumerate(zip(grad.shape, shape, strict=True)):
+    for axis, (size, wanted) in enumerate(zip(grad.shape[extra:], shape, strict=True)):
         if size != wanted:
             if wanted != 1:
                 raise _mismatch(grad.shape, shape, op)
             stretched.append(axis)
+    if extra:
+        grad = grad.sum(axis=tuple(range(extra)))
     if stretched:
         grad = grad.sum(axis=tuple(stretched), keepdims=True)
     return grad

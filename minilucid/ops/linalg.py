@@ -24,6 +24,14 @@ class MatMul(Function):
                 f"matmul: {a.shape} @ {b.shape} - inner dimensions {a.shape[-1]} and "
                 f"{inner_b} differ"
             )
+        try:
+            np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        except ValueError:
+            raise ValueError(
+                f"matmul: {a.shape} @ {b.shape} - batch dimensions {a.shape[:-2]} and "
+                f"{b.shape[:-2]} cannot be broadcast together (aligned from the right, each pair "
+                "must be equal or one of them 1)"
+            ) from None
         ctx.save_for_backward(a, b)
         return a @ b
 
@@ -34,10 +42,10 @@ class MatMul(Function):
         # A 1-D operand is a row (left) or a column (right) whose extra dimension was dropped.
         a2 = a[None, :] if a.ndim == 1 else a
         b2 = b[:, None] if b.ndim == 1 else b
+        if b.ndim == 1:  # first: with two 1-D operands the gradient is 0-d
+            grad = np.expand_dims(grad, -1)
         if a.ndim == 1:
             grad = np.expand_dims(grad, -2)
-        if b.ndim == 1:
-            grad = np.expand_dims(grad, -1)
         grad_a = grad_b = None
         if need_a:
             grad_a = grad @ np.swapaxes(b2, -1, -2)

@@ -36,7 +36,9 @@ class Permute(Function):
 
     @staticmethod
     def forward(ctx, a, dims):
-        if sorted(d % max(a.ndim, 1) for d in dims) != list(range(a.ndim)) or len(dims) != a.ndim:
+        ndim = a.ndim
+        in_range = len(dims) == ndim and all(-ndim <= d < ndim for d in dims)
+        if not in_range or sorted(d % ndim for d in dims) != list(range(ndim)):
             raise ValueError(
                 f"permute: dims {dims} are not a reordering of the {a.ndim} dimensions "
                 f"of shape {a.shape}"
@@ -98,11 +100,12 @@ class Stack(Function):
 
     @staticmethod
     def forward(ctx, *arrays, dim=0):
-        shapes = {a.shape for a in arrays}
-        if len(shapes) > 1:
+        if not arrays:
+            raise ValueError("stack: needs at least one tensor")
+        if len({a.shape for a in arrays}) > 1:
             raise ValueError(f"stack: all tensors need the same shape, got {_listed(arrays)}")
-        ctx.dim = dim
-        return np.stack(arrays, axis=dim)
+        ctx.dim = _axis(dim, arrays[0].ndim + 1, "stack")  # the new dim is one of ndim + 1
+        return np.stack(arrays, axis=ctx.dim)
 
     @staticmethod
     def backward(ctx, grad):
@@ -177,11 +180,11 @@ def _listed(arrays) -> str:
 # --- argument helpers used by Tensor's methods ----------------------------------------------
 
 
-def _dim(dim, axis):
+def _dim(dim, axis, op: str):
     """PyTorch's `dim`, with NumPy's `axis` accepted as an alias."""
     if axis is not None:
         if dim is not None:
-            raise TypeError("give dim or axis, not both (they mean the same)")
+            raise TypeError(f"{op}: give dim or axis, not both (they mean the same)")
         return axis
     return dim
 

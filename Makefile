@@ -1,0 +1,97 @@
+# The one home of the course's commands. `make help` lists them.
+#
+# Learners:  make lab        set up (first time) and open the course in JupyterLab
+#            make progress   which exercises pass (CH=02 for one chapter)
+# Everyone:  make test       set up (first time) and run the whole test suite
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV := .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+# kernels named python3 come from this environment, not from a user-wide Jupyter
+export JUPYTER_PREFER_ENV_PATH := 1
+
+STORED := $(wildcard notebooks/*.ipynb solutions/*.ipynb)
+NBVAL_DIRS := $(wildcard notebooks solutions)
+LINT_PATHS := $(wildcard minilucid tools tests benchmarks)
+WELCOME := $(firstword $(wildcard notebooks/00_welcome.ipynb) $(wildcard notebooks))
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
+
+LAB_ARGS ?=
+CH ?=
+WORKERS ?= 2
+PYTEST_ARGS ?=
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+	--nbval-cell-timeout=300
+
+.PHONY: help setup lab test check sync exercises progress execute html bench clean distclean
+
+help:
+	@echo "make lab         set up, then open the course in JupyterLab (LAB_ARGS='--no-browser --port 8899')"
+	@echo "make test        set up, then run every test: unit tests, exercises, notebooks (nbval)"
+	@echo "make progress    which exercises pass, fail or are not done yet (CH=02 for one chapter)"
+	@echo "make setup       create .venv and install the course into it (idempotent)"
+	@echo "make check       fast checks: lint, format, chapters in sync with the package, exercises"
+	@echo "make sync        rewrite the chapters' tagged cells from the package"
+	@echo "make exercises   generate exercises/ from solutions/"
+	@echo "make execute     re-run notebooks/ and solutions/ and store their outputs"
+	@echo "make html        static HTML copy of the course in site/"
+	@echo "make bench       speed comparisons (python -m benchmarks)"
+	@echo "make clean       remove built and cached files (distclean also removes .venv)"
+
+setup:
+	@bash tools/setup.sh
+
+lab: setup
+	$(BIN)/jupyter lab $(WELCOME) $(ALLOW_ROOT) $(LAB_ARGS)
+
+# One pytest run over two workers. --dist loadfile keeps each file on one worker: nbval makes
+# one test per cell and the cells of a notebook share its kernel, in order.
+test: setup
+	$(BIN)/pytest -n $(WORKERS) --dist loadfile tests $(NBVAL_DIRS) $(NBVAL) $(PYTEST_ARGS)
+
+check: setup
+	@status=0; \
+	run() { echo "+ $$*"; "$$@" || status=1; }; \
+	run $(BIN)/ruff check $(LINT_PATHS); \
+	run $(BIN)/ruff format --check $(LINT_PATHS); \
+	run $(PY) tools/sync.py --check; \
+	run $(PY) tools/sync.py --coverage; \
+	run $(PY) tools/make_exercises.py --check; \
+	exit $$status
+
+sync: setup
+	$(PY) tools/sync.py --write
+
+exercises: setup
+	$(PY) tools/make_exercises.py
+
+progress: setup
+	@$(PY) tools/progress.py $(CH)
+
+# Tagged cells first, so the stored outputs come from the package's current code; then the
+# exercises, which carry the solutions' notebook metadata.
+execute: setup
+	$(PY) tools/sync.py --write
+ifneq ($(STORED),)
+	$(PY) tools/execute.py $(STORED)
+	$(PY) tools/sync.py --write
+	$(PY) tools/make_exercises.py
+	$(BIN)/jupyter trust $(STORED) >/dev/null
+endif
+
+html: setup
+	$(PY) tools/build_site.py --out site
+
+bench: setup
+	$(PY) -m benchmarks
+
+clean:
+	rm -rf site .pytest_cache .hypothesis *.egg-info
+	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name .ipynb_checkpoints \) \
+		-type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)

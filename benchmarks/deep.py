@@ -1,0 +1,176 @@
+"""A deep chain: n sequential ops on one-element tensors, forward and backward.
+
+    y_0 = x;  y_{k+1} = tanh(y_k * w)   (n/2 times, so n ops; x and the shared w need gradients)
+
+Each size and engine runs in a fresh process (`python -m benchmarks.deep --worker ...`), so that
+its memory figures are its own: time per node of forward and of backward, peak memory per node,
+and what is still held once backward has returned. Memory is read two ways: the growth of the
+resident set (any engine), and Python's `tracemalloc` (everything NumPy and Python allocate;
+blind to PyTorch's own allocator), in a second run since tracing slows the run down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tracemalloc
+
+import numpy as np
+
+import minilucid as ml
+from benchmarks.timing import CLOCKS
+
+W, X = 1.5, 0.5  # y settles near 0.86; nothing overflows or turns subnormal for long
+
+
+def numpy_chain(n: int):
+    x = np.array([X], dtype=np.float32)
+    w = np.array([W], dtype=np.float32)
+
+    def forward():
+        y, saved = x, []
+        for _ in range(n // 2):
+            t = np.tanh(y * w)
+            saved.append((y, t))
+            y = t
+        return saved
+
+    def backward(saved):
+        g = np.ones_like(x)
+        d_w = np.zeros_like(w)
+        for y_in, t in reversed(saved):
+            g = g * (1 - t * t)
+            d_w += g * y_in
+            g = g * w
+        return g, d_w
+
+    return forward, backward
+
+
+def minilucid_chain(n: int):
+    x = ml.tensor([X], requires_grad=True)
+    w = ml.tensor([W], requires_grad=True)
+
+    def forward():
+        y = x
+        for _ in range(n // 2):
+            y = (y * w).tanh()
+        return y
+
+    def backward(y):
+        y.backward()
+        grads = x.grad, w.grad
+        x.grad = w.grad = None
+        return grads
+
+    return forward, backward
+
+
+def torch_chain(n: int):
+    # Imported here only: PyTorch's modules add some 150,000 objects that Python's cyclic
+    # collector would scan again and again while the other engines build their graphs.
+    import torch
+
+    torch.set_num_threads(1)
+    x = torch.tensor([X], requires_grad=True)
+    w = torch.tensor([W], requires_grad=True)
+
+    def forward():
+        y = x
+        for _ in range(n // 2):
+            y = (y * w).tanh()
+        return y
+
+    def backward(y):
+        y.backward()
+        grads = x.grad, w.grad
+        x.grad = w.grad = None
+        return grads
+
+    return forward, backward
+
+
+CHAINS = {"numpy": numpy_chain, "minilucid": minilucid_chain, "torch": torch_chain}
+
+
+def _rss() -> int:
+    """Resident set size now, in bytes (Linux), else 0."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return 0
+
+
+def _peak_rss() -> int:
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss is bytes on macOS, else KiB
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+
+
+def measure(engine: str, n: int, trace: bool, clock_name: str = "wall") -> dict:
+    """Run one forward and one backward of the chain; what it cost, per node."""
+    clock = CLOCKS[clock_name]
+    warm_forward, warm_backward = CHAINS[engine](1000)
+    warm_backward(warm_forward())  # warm up the code paths, not the memory
+    forward, backward = CHAINS[engine](n)
+    if trace:
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+    rss_before = _rss()
+    t0 = clock()
+    out = forward()
+    t1 = clock()
+    rss_forward = _rss()
+    traced_forward = tracemalloc.get_traced_memory()[0] if trace else 0
+    grads = backward(out)
+    t2 = clock()
+    del out, grads
+    result = {
+        "engine": engine,
+        "n": n,
+        "forward_us": (t1 - t0) / n * 1e6,
+        "backward_us": (t2 - t1) / n * 1e6,
+        "rss_graph_b": (rss_forward - rss_before) / n,
+        "rss_after_b": (_rss() - rss_before) / n,
+        "rss_peak_b": (_peak_rss() - rss_before) / n,
+    }
+    if trace:
+        current, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        result["traced_graph_b"] = (traced_forward - base) / n
+        result["traced_peak_b"] = (peak - base) / n
+        result["traced_after_b"] = (current - base) / n
+    return result
+
+
+def spawn(engine: str, n: int, trace: bool = False, clock_name: str = "wall") -> dict:
+    """`measure` in a fresh interpreter, so that sizes and engines share no memory."""
+    command = [sys.executable, "-m", "benchmarks.deep", "--worker", engine, str(n)]
+    command += ["--clock", clock_name]
+    if trace:
+        command.append("--trace")
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"deep chain: {engine} with {n} nodes failed (exit {done.returncode}):\n"
+            + done.stderr[-2000:]
+        )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--worker", nargs=2, metavar=("ENGINE", "N"), required=True)
+    parser.add_argument("--trace", action="store_true", help="also measure with tracemalloc")
+    parser.add_argument("--clock", choices=CLOCKS, default="wall")
+    args = parser.parse_args()
+    engine, n = args.worker[0], int(float(args.worker[1]))
+    print(json.dumps(measure(engine, n, args.trace, args.clock)))
+
+
+if __name__ == "__main__":
+    main()

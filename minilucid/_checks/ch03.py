@@ -1,0 +1,337 @@
+"""Checks for the exercises of chapter 03 (reverse-mode autodiff).
+
+The learner's sort drives minilucid's real backward; the learner's sweep is compared, tensor
+by tensor and entry by entry, with the gradients the real backward sends.
+"""
+
+import numpy as np
+
+from minilucid.autograd import backward, topological_order
+from minilucid.tensor import Tensor
+
+CHAIN_DEPTH = 100_000
+
+
+def _num(x) -> str:
+    return f"{float(x):.6g}"
+
+
+def _leaf(values, name):
+    return Tensor(np.array(values, dtype=np.float64), requires_grad=True, name=name)
+
+
+def _named(t, name):
+    t.name = name
+    return t
+
+
+# --- the graphs every check uses ------------------------------------------------------------
+
+
+def _reuse():
+    """h * h: one op uses the same tensor twice."""
+    x = _leaf([1.0, -2.0, 3.0], "x")
+    h = _named(x * 3.0, "h")
+    return _named(h * h, "y"), [x]
+
+
+def _diamond():
+    """a feeds loss directly and through b: the shortcut that breaks a careless order."""
+    x = _leaf([2.0, -1.0], "x")
+    a = _named(x * 3.0, "a")
+    b = _named(a * 2.0, "b")
+    return _named(a * b, "loss"), [x]
+
+
+def _fan_out():
+    """x feeds three ops, w is broadcast over x."""
+    x = _leaf([0.5, -1.5, 2.0], "x")
+    w = _leaf(1.5, "w")
+    p = _named(x * w, "p")
+    q = _named(x * x, "q")
+    r = _named(p + q, "r")
+    return _named(r - x / w, "out"), [x, w]
+
+
+def _chain():
+    """x * c * c * ... CHAIN_DEPTH times: deeper than Python lets a function call itself."""
+    x = _leaf(1.0, "x")
+    y = x
+    for _ in range(CHAIN_DEPTH):
+        y = y * 1.00001
+    y.name = "end of the chain"
+    return y, [x]
+
+
+GRAPHS = [
+    ("y = h * h (h used twice by one op)", _reuse),
+    ("a diamond: loss = a * b with b = a * 2", _diamond),
+    ("x used by three ops, w broadcast", _fan_out),
+    (f"a {CHAIN_DEPTH:,}-deep chain", _chain),
+]
+
+
+def _label(t, position=None) -> str:
+    if t.name is not None:
+        return repr(t.name)
+    if position is not None:
+        return f"the tensor at position {position} of the real order (a link of the chain)"
+    return f"a tensor of shape {t.shape}"
+
+
+# --- exercise 1: the topological sort -------------------------------------------------------
+
+
+def _check_order(order, root, label) -> None:
+    reference = topological_order(root)
+    where = {id(t): i for i, t in enumerate(reference)}
+    seen = {}
+    for position, t in enumerate(order):
+        if not isinstance(t, Tensor):
+            raise AssertionError(
+                f"on {label}, your order holds {t!r} (a {type(t).__name__}); it must hold "
+                "only tensors. Skip parents that are plain numbers."
+            )
+        if id(t) in seen:
+            raise AssertionError(
+                f"on {label}, your order lists tensor {_label(t, where.get(id(t)))} twice "
+                f"(at positions {seen[id(t)]} and {position}). Each tensor must appear once: "
+                "mark a tensor as visited and skip it when you meet it again."
+            )
+        seen[id(t)] = position
+    for t in reference:
+        if id(t) not in seen:
+            raise AssertionError(
+                f"on {label}, your order leaves out tensor {_label(t, where[id(t)])}. Every "
+                "tensor that requires grad and that the root was computed from must be listed."
+            )
+    for t in order:
+        ctx = t._ctx
+        if ctx is None or id(t) not in where:
+            continue
+        for parent in ctx.parents:
+            if isinstance(parent, Tensor) and id(parent) in seen and seen[id(parent)] > seen[id(t)]:
+                raise AssertionError(
+                    f"on {label}, your order puts {_label(parent, where.get(id(parent)))} "
+                    f"(position {seen[id(parent)]}) after {_label(t, where.get(id(t)))} "
+                    f"(position {seen[id(t)]}), but {_label(t)} was computed from it. A tensor "
+                    "must come after every tensor it was computed from: append a tensor only "
+                    "once all of its parents are in the list (post-order)."
+                )
+
+
+def _expected_leaf_grads(build) -> list:
+    """The leaves' gradients as minilucid's own backward computes them."""
+    if build is _chain:  # the same products in the same order, without a second chain
+        grad = np.array(1.0)
+        for _ in range(CHAIN_DEPTH):
+            grad = grad * 1.00001
+        return [grad]
+    root, leaves = build()
+    backward(root, gradient=np.ones_like(root.data))
+    return [leaf.grad for leaf in leaves]
+
+
+def check_topological_order(sort) -> None:
+    """Check `sort(root)` on four graphs, then let it drive minilucid's real backward."""
+    for label, build in GRAPHS:
+        root, leaves = build()
+        try:
+            order = list(sort(root))
+        except RecursionError:
+            raise AssertionError(
+                f"on {label}, your sort raised RecursionError: Python allows about 1,000 "
+                "nested calls, and a recursive walk needs one per tensor along the chain. "
+                "Keep the tensors still to visit in a list used as a stack instead."
+            ) from None
+        except NotImplementedError:
+            raise
+        except (AttributeError, TypeError) as error:
+            raise AssertionError(
+                f"on {label}, your sort raised {type(error).__name__}: {error}. Some parents are "
+                "plain numbers (the 3.0 in x * 3.0): skip anything that is not a Tensor with "
+                "requires_grad."
+            ) from None
+        _check_order(order, root, label)
+        # the real backward, driven by their sort, against the real backward driven by ours
+        # the order your sort gave (checked above) drives the real sweep
+        backward(root, gradient=np.ones_like(root.data), sort=lambda r, order=order: order)
+        for mine, expected in zip(leaves, _expected_leaf_grads(build), strict=True):
+            if mine.grad is None or not np.allclose(mine.grad, expected, rtol=1e-9, atol=1e-12):
+                got = np.full_like(expected, np.nan) if mine.grad is None else mine.grad
+                index = tuple(int(i) for i in np.argwhere(~np.isclose(got, expected))[0])
+                raise AssertionError(
+                    f"on {label}, backward driven by your sort gave {mine.name}.grad "
+                    f"{_num(got[index])} at entry {index}, expected {_num(expected[index])}."
+                )
+    print(
+        f"✓ your topological_order drives minilucid's backward correctly on {len(GRAPHS)} "
+        f"graphs, including the {CHAIN_DEPTH:,}-deep chain"
+    )
+    root, _ = _diamond()
+    steps = []
+    backward(root, gradient=np.ones_like(root.data), sort=sort, trace=steps)
+    print("  the diamond's backward, in the order your sort gave:")
+    for number, (t, grad, _) in enumerate(steps, start=1):
+        print(f"  step {number}: {t.name:<5} receives {np.array2string(grad, precision=4)}")
+
+
+# --- exercise 2: the reverse sweep ----------------------------------------------------------
+
+
+def check_backward_sweep(sweep) -> None:
+    """`sweep(root, order)` returns {tensor: d(root)/d(tensor)}; compare with the real one."""
+    for label, build in GRAPHS[:3]:
+        root, _ = build()
+        order = topological_order(root)
+        try:
+            grads = sweep(root, order)
+        except NotImplementedError:
+            raise
+        except KeyError:
+            raise AssertionError(
+                f"on {label}, your backward_sweep looked up a tensor that had no gradient in "
+                "the dict yet (KeyError). Seed the root first, grads = {root: "
+                "np.ones_like(root.data)}, and walk the order from its end (reversed), so that "
+                "a tensor's gradient is there before you need it."
+            ) from None
+        except (TypeError, ValueError, AttributeError) as error:
+            raise AssertionError(
+                f"on {label}, your backward_sweep raised {type(error).__name__}: {error}"
+            ) from None
+        if not isinstance(grads, dict):
+            raise AssertionError(
+                f"on {label}, backward_sweep returned a {type(grads).__name__}; return the "
+                "dict {tensor: gradient array}"
+            )
+        steps = []
+        backward(
+            root,
+            gradient=np.ones_like(root.data),
+            retain_graph=True,
+            trace=steps,
+            sort=lambda r, order=order: order,
+        )
+        for t, expected, _ in steps:
+            got = grads.get(t)
+            name = t.name
+            if got is None:
+                hint = (
+                    " Start by seeding the root: grads = {root: np.ones_like(root.data)}."
+                    if t is root
+                    else ""
+                )
+                raise AssertionError(
+                    f"on {label}, your dict has no gradient for {name!r} "
+                    f"(expected {np.array2string(expected, precision=4)}).{hint}"
+                )
+            got = np.asarray(got)
+            if got.shape != expected.shape:
+                raise AssertionError(
+                    f"on {label}, the gradient for {name!r} has shape {got.shape}, "
+                    f"expected {expected.shape}"
+                )
+            bad = ~np.isclose(got, expected, rtol=1e-9, atol=1e-12)
+            if bad.any():
+                index = tuple(int(i) for i in np.argwhere(bad)[0])
+                message = (
+                    f"on {label}, d({root.name})/d({name}) is wrong at entry {index}: "
+                    f"expected {_num(expected[index])}, got {_num(got[index])}."
+                )
+                if t is root:
+                    message += " The root's own gradient is the seed: all ones."
+                elif sum(p is t for _, _, sent in steps for p, _, _ in sent) > 1:
+                    message += (
+                        f" {name!r} is used more than once: add up (accumulate) what arrives "
+                        "from each use, do not overwrite it."
+                    )
+                raise AssertionError(message)
+    print(f"✓ your backward_sweep matches minilucid's backward on {len(GRAPHS) - 1} graphs")
+    root, _ = _reuse()
+    grads = sweep(root, topological_order(root))
+    print("  for y = h * h with h = 3 * x, your sweep gives:")
+    for t in reversed(topological_order(root)):
+        print(f"  d(y)/d({t.name}) = {np.array2string(np.asarray(grads[t]), precision=4)}")
+
+
+# --- exercises 3 and 4: the small graph, by hand ----------------------------------------------
+
+
+def small_graph() -> dict:
+    """x = 2, w = 3;  h = x * w;  g = h + x;  loss = h * g. Returns {name: tensor}."""
+    x = Tensor(2.0, dtype=np.float64, requires_grad=True, name="x")
+    w = Tensor(3.0, dtype=np.float64, requires_grad=True, name="w")
+    h = _named(x * w, "h")
+    g = _named(h + x, "g")
+    loss = _named(h * g, "loss")
+    return {"x": x, "w": w, "h": h, "g": g, "loss": loss}
+
+
+def check_step_numbers(steps) -> None:
+    """`steps` maps each name of small_graph to the step backward handles it at (1 = loss)."""
+    nodes = small_graph()
+    names = list(nodes)
+    if not isinstance(steps, dict):
+        raise AssertionError(f"return a dict {{name: step number}}, not a {type(steps).__name__}")
+    missing = [n for n in names if n not in steps]
+    if missing:
+        raise AssertionError(f"your dict has no step number for {', '.join(map(repr, missing))}")
+    extra = [n for n in steps if n not in nodes]
+    if extra:
+        raise AssertionError(f"the graph has no tensor called {', '.join(map(repr, extra))}")
+    numbers = sorted(steps.values())
+    if numbers != list(range(1, len(names) + 1)):
+        raise AssertionError(
+            f"the step numbers must be 1 to {len(names)}, each used once; you gave {numbers}"
+        )
+    if steps["loss"] != 1:
+        raise AssertionError(
+            f"loss got step {steps['loss']}; backward starts at the output, so loss is step 1"
+        )
+    for name, t in nodes.items():
+        if t._ctx is None:
+            continue
+        for parent in t._ctx.parents:
+            if isinstance(parent, Tensor) and steps[parent.name] < steps[name]:
+                raise AssertionError(
+                    f"{parent.name!r} gets step {steps[parent.name]}, before {name!r} "
+                    f"(step {steps[name]}); but {name!r} uses {parent.name!r}, so {name!r} must "
+                    f"send its gradient to {parent.name!r} first. A tensor's step comes after "
+                    "the steps of every tensor that uses it."
+                )
+    real = list(reversed(topological_order(nodes["loss"])))
+    listing = ", ".join(f"{t.name} {i}" for i, t in enumerate(real, start=1))
+    print(f"✓ a valid order for backward; minilucid's own numbering is: {listing}")
+
+
+def check_hand_gradients(grads) -> None:
+    """`grads` maps each name of small_graph to d(loss)/d(name) computed by hand."""
+    nodes = small_graph()
+    nodes["h"].retain_grad()
+    nodes["g"].retain_grad()
+    nodes["loss"].retain_grad()
+    nodes["loss"].backward()
+    if not isinstance(grads, dict):
+        raise AssertionError(f"return a dict {{name: number}}, not a {type(grads).__name__}")
+    order = ["loss", "g", "h", "w", "x"]
+    why = {
+        "loss": "d(loss)/d(loss) is the seed, 1.",
+        "g": "loss = h * g, so d(loss)/d(g) = h.",
+        "h": "h is used twice, by g = h + x and by loss = h * g; add both contributions.",
+        "w": "h = x * w, so d(loss)/d(w) = d(loss)/d(h) * x.",
+        "x": "x is used twice, by h = x * w and by g = h + x; add both contributions.",
+    }
+    for name in order:
+        if name not in grads:
+            raise AssertionError(f"your dict has no gradient for {name!r}")
+        expected = float(nodes[name].grad)
+        try:
+            got = float(grads[name])
+        except (TypeError, ValueError):
+            raise AssertionError(f"the gradient for {name!r} must be a number") from None
+        if not np.isclose(got, expected):
+            raise AssertionError(
+                f"d(loss)/d({name}) should be {_num(expected)}, you wrote {_num(got)}. " + why[name]
+            )
+    listing = ", ".join(f"{n} {_num(nodes[n].grad)}" for n in order)
+    print(f"✓ all five gradients agree with minilucid's backward: {listing}")

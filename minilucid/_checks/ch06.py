@@ -1,0 +1,364 @@
+"""Checks for the exercises of chapter 06 (graph hygiene).
+
+Each check runs the learner's code on cases chosen to expose one plausible mistake each, raises
+AssertionError with a plain-words message on the first problem, and prints one line on success.
+"""
+
+import numpy as np
+
+import minilucid as ml
+from minilucid.grad_mode import GRAD_MODE
+from minilucid.nn import functional as F
+from minilucid.tensor import Tensor
+
+
+def _show(x) -> str:
+    """A short, deterministic, one-line text for an array or number."""
+    text = np.array2string(np.asarray(x), precision=4, separator=", ", max_line_width=10**6)
+    return " ".join(text.split())
+
+
+def _call(fn, *args, what: str):
+    """Run learner code; a NotImplementedError passes through, other errors become plain words."""
+    try:
+        with np.errstate(all="ignore"):
+            return fn(*args)
+    except (NotImplementedError, AssertionError):
+        raise
+    except Exception as error:
+        raise AssertionError(
+            f"{what} raised {type(error).__name__}: {str(error).strip()}"
+        ) from None
+
+
+def _op_name(t: Tensor) -> str:
+    return type(t.grad_fn).__name__
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 1: an SGD step
+
+
+def _make_problem():
+    """Three parameters, a loss that uses two of them, backward already run."""
+    a = Tensor(np.array([1.0, -2.0, 0.5], dtype=np.float32), requires_grad=True)
+    b = Tensor(np.array([[0.3], [0.7]], dtype=np.float32), requires_grad=True)
+    unused = Tensor(np.array([4.0], dtype=np.float32), requires_grad=True)
+    loss = (a * Tensor([1.0, 2.0, 3.0])).sum() + (b * b).sum()
+    loss.backward()
+    return [a, b, unused]
+
+
+def check_sgd_step(sgd_step) -> None:
+    """One update: p <- p - lr * grad in place, grads cleared, recording left on."""
+    params = _make_problem()
+    originals = list(params)
+    before = [p.data.copy() for p in params]
+    grads = [None if p.grad is None else p.grad.copy() for p in params]
+    lr = 0.1
+    try:
+        _call(sgd_step, params, lr, what="sgd_step(params, lr=0.1)")
+    finally:
+        recording = GRAD_MODE.enabled
+        GRAD_MODE.enabled = True  # whatever happened, later cells must record again
+    if not recording:
+        raise AssertionError(
+            "after sgd_step, gradient recording is still switched off, so no later forward pass "
+            "would build a graph. Use `with ml.no_grad():`, which switches it back on at the end "
+            "of the block (a bare ml.set_grad_enabled(False) does not)."
+        )
+    for i, (p, original) in enumerate(zip(params, originals, strict=True)):
+        if p is not original:
+            if isinstance(p, Tensor) and p.grad_fn is not None:
+                what = (
+                    f"a new tensor made by {_op_name(p)} (grad_fn is set, so it is no longer a "
+                    "leaf: the next backward would flow through it into the old tensor and leave "
+                    "its own .grad empty)"
+                )
+            elif isinstance(p, Tensor) and not p.requires_grad:
+                what = "a new tensor that does not require grad (no gradient would ever reach it)"
+            else:
+                what = f"a new {type(p).__name__}"
+            raise AssertionError(
+                f"sgd_step replaced parameter {i} in the list with {what}. Keep the same tensor "
+                "and update its numbers in place: p.data -= lr * p.grad"
+            )
+    for i, p in enumerate(params):
+        if grads[i] is None:
+            if not np.array_equal(p.data, before[i]):
+                raise AssertionError(
+                    f"parameter {i} has no gradient (the loss does not use it), yet sgd_step "
+                    f"changed it from {_show(before[i])} to {_show(p.data)}; skip such parameters"
+                )
+            continue
+        expected = before[i] - lr * grads[i]
+        got = p.data
+        if np.shape(got) != before[i].shape:
+            raise AssertionError(
+                f"parameter {i} changed shape from {before[i].shape} to {np.shape(got)}"
+            )
+        if np.allclose(got, expected, rtol=1e-6, atol=1e-7):
+            continue
+        if np.array_equal(got, before[i]):
+            words = (
+                "it did not change. `p -= ...` or `p = p - ...` binds a new tensor to the name "
+                "p and leaves the parameter alone; write into the array: p.data -= lr * p.grad"
+            )
+        elif np.allclose(got, before[i] + lr * grads[i], rtol=1e-6, atol=1e-7):
+            words = "it moved uphill: the step goes against the gradient, p - lr * grad"
+        else:
+            words = f"expected {_show(expected)}, got {_show(got)}"
+        raise AssertionError(
+            f"parameter {i} = {_show(before[i])} with gradient {_show(grads[i])} and lr = {lr}: "
+            + words
+        )
+    for i, p in enumerate(params):
+        if p.grad is not None and np.any(p.grad != 0):
+            raise AssertionError(
+                f"after sgd_step parameter {i} still holds its gradient {_show(p.grad)}; the next "
+                "backward would add to it. Set p.grad = None after the update."
+            )
+    first, last = _fit_a_line(sgd_step)
+    print(
+        f"✓ sgd_step updates in place and clears the gradients; in a real training loop it "
+        f"takes the loss from {first:.3f} to {last:.4f} in 30 steps"
+    )
+
+
+def _fit_a_line(sgd_step) -> tuple:
+    """30 steps of least squares on a line, driven by the learner's sgd_step."""
+    x, y = line_data()
+    w = Tensor(np.zeros((), dtype=np.float32), requires_grad=True)
+    b = Tensor(np.zeros((), dtype=np.float32), requires_grad=True)
+    losses = []
+    for _ in range(30):
+        loss = F.mse_loss(w * x + b, y)
+        loss.backward()
+        losses.append(loss.item())
+        _call(sgd_step, [w, b], 0.3, what="sgd_step in a training loop")
+    if not losses[-1] < 0.05:
+        raise AssertionError(
+            f"in a training loop of 30 steps (lr 0.3) on points near y = 2x + 1, the loss went "
+            f"from {losses[0]:.3f} to {losses[-1]:.3f}; it should fall below 0.05"
+        )
+    return losses[0], losses[-1]
+
+
+def line_data() -> tuple:
+    """20 points near the line y = 2x + 1 (x in [-1, 1]), as float32 tensors."""
+    rng = np.random.default_rng(6)
+    x = np.linspace(-1.0, 1.0, 20).astype(np.float32)
+    y = (2 * x + 1 + 0.1 * rng.standard_normal(20)).astype(np.float32)
+    return Tensor(x), Tensor(y)
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 2: a gradient-clipping hook
+
+_CLIP_CASES = (
+    ("a gradient of norm 5", np.array([3.0, 4.0]), 1.0, np.array([0.6, 0.8])),
+    ("a short gradient (norm 0.5)", np.array([0.3, -0.4]), 1.0, np.array([0.3, -0.4])),
+    ("a gradient with a negative entry", np.array([-6.0, 8.0]), 5.0, np.array([-3.0, 4.0])),
+    (
+        "a 2 x 2 gradient of norm 5",
+        np.array([[1.0, 2.0], [2.0, 4.0]]),
+        2.5,
+        np.array([[0.5, 1.0], [1.0, 2.0]]),
+    ),
+    ("a zero gradient", np.zeros(3), 1.0, np.zeros(3)),
+)
+
+
+def check_clip_hook(clip_hook) -> None:
+    """clip_hook(max_norm) returns hook(grad): grad scaled to norm max_norm when longer."""
+    for description, g, max_norm, expected in _CLIP_CASES:
+        hook = _call(clip_hook, max_norm, what=f"clip_hook({max_norm})")
+        if not callable(hook):
+            raise AssertionError(
+                f"clip_hook({max_norm}) returned {type(hook).__name__}; it should return a "
+                "function that takes a gradient array and returns the clipped array"
+            )
+        given = g.copy()
+        what = f"clip_hook({max_norm}) on {description} {_show(g)}"
+        out = _call(hook, given, what=what)
+        if not np.array_equal(given, g):
+            raise AssertionError(
+                f"{what} changed the array it was given in place (it is now {_show(given)}). "
+                "That array may also be on its way to other tensors (Add sends the same array to "
+                "both inputs); return a new array instead."
+            )
+        if out is None:
+            raise AssertionError(
+                f"{what} returned None; when a hook returns None the engine passes the original "
+                "gradient on unchanged. Return the clipped gradient."
+            )
+        out = np.asarray(out.data if isinstance(out, Tensor) else out)
+        if out.shape != g.shape:
+            raise AssertionError(f"{what}: expected shape {g.shape}, got {out.shape}")
+        if not np.allclose(out, expected, rtol=1e-6, atol=1e-9):
+            words = f"expected {_show(expected)}, got {_show(out)}"
+            if not np.isfinite(out).all():
+                words += ". A zero gradient has norm 0: do not divide by it, return it as it is"
+            elif np.allclose(out, np.clip(g, -max_norm, max_norm)):
+                words += (
+                    ". That clips each entry; clip the norm (the length of the whole gradient, "
+                    "np.sqrt((g * g).sum())) and keep its direction"
+                )
+            elif np.linalg.norm(g) <= max_norm:
+                words += ". A gradient that is already short enough must pass unchanged"
+            raise AssertionError(f"{what}: {words}")
+    _clip_in_a_graph(clip_hook)
+    print(
+        f"✓ clip_hook is right on {len(_CLIP_CASES)} gradients and clips the gradient "
+        "flowing through a real graph"
+    )
+
+
+def _clip_in_a_graph(clip_hook) -> None:
+    w = Tensor(np.array([1.0, 2.0]), requires_grad=True)
+    h = w * 10.0
+    h.register_hook(clip_hook(1.0))
+    (h * h).sum().backward()
+    arriving = 2 * h.data
+    expected = 10.0 * arriving / np.linalg.norm(arriving)
+    if not np.allclose(w.grad, expected):
+        raise AssertionError(
+            f"with clip_hook(1.0) on h = 10 w (w = [1., 2.]) and loss sum(h * h), the gradient "
+            f"{_show(arriving)} arriving at h should be clipped to norm 1 and w.grad be "
+            f"{_show(expected)}; got {_show(w.grad)}"
+        )
+
+
+def your_clip_hook_picture(clip_hook):
+    """The backward pass of a small graph with your hook on h: see the clipped gradient."""
+    from minilucid import viz
+
+    w = Tensor(np.array([1.0, 2.0]), requires_grad=True, name="w")
+    h = w * 10.0
+    h.name = "h (hooked)"
+    h.register_hook(clip_hook(1.0))
+    loss = (h * Tensor(np.array([3.0, 4.0]), name="c")).sum()
+    loss.name = "loss"
+    return viz.draw_backward(loss)
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 3: stop_gradient
+
+
+def check_stop_gradient(stop_gradient) -> None:
+    """stop_gradient(x): same numbers, a constant for backward; x itself untouched."""
+    x = Tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    what = f"stop_gradient(x) with x = {_show(x.data)} (a leaf that requires grad)"
+    s = _call(stop_gradient, x, what=what)
+    if not x.requires_grad:
+        raise AssertionError(
+            f"{what} switched off x.requires_grad: that freezes x itself, for every other use "
+            "of it too. Return a new tensor and leave x as it is."
+        )
+    _same_numbers_no_grad(s, x, what)
+
+    h = x * 2.0
+    what = "stop_gradient(h) with h = x * 2 (computed by an op, so not a leaf)"
+    s = _call(stop_gradient, h, what=what)
+    _same_numbers_no_grad(s, h, what)
+
+    # in an expression: y = sum(x * stop_gradient(x)) has dy/dx = x, not 2 x
+    x = Tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    y = (x * _call(stop_gradient, x, what="stop_gradient(x)")).sum()
+    _call(y.backward, what="backward of sum(x * stop_gradient(x))")
+    if not np.allclose(x.grad, x.data):
+        raise AssertionError(
+            f"for y = sum(x * stop_gradient(x)) with x = {_show(x.data)}, dy/dx should be x "
+            f"= {_show(x.data)} (only the first factor passes a gradient); got {_show(x.grad)}"
+        )
+    print("✓ stop_gradient passes the numbers and stops the gradient, on leaves and non-leaves")
+
+
+def _same_numbers_no_grad(s, x: Tensor, what: str) -> None:
+    if not isinstance(s, Tensor):
+        raise AssertionError(f"{what} returned {type(s).__name__}; return a Tensor")
+    if s is x:
+        raise AssertionError(
+            f"{what} returned x itself, so gradients still flow through it; return a new tensor"
+        )
+    if s.shape != x.shape or not np.array_equal(s.data, x.data):
+        raise AssertionError(
+            f"{what}: expected the same numbers {_show(x.data)}, got {_show(s.data)}"
+        )
+    if s.requires_grad:
+        kind = f"is the output of {_op_name(s)}" if s.grad_fn is not None else "is a leaf"
+        raise AssertionError(
+            f"{what} returned a tensor that still requires grad (it {kind}); backward would "
+            "still send it a gradient. Return a tensor that does not require grad."
+        )
+
+
+def your_stop_gradient_graph(stop_gradient):
+    """The backward pass of y = sum(h * stop_gradient(h)), h = 2 x."""
+    from minilucid import viz
+
+    x = Tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True, name="x")
+    h = x * 2.0
+    h.name = "h"
+    s = stop_gradient(h)
+    s.name = "stopped"
+    y = (h * s).sum()
+    y.name = "y"
+    return viz.draw_backward(y)
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 4 (optional): the training loop that does not learn
+
+
+def _reference_fit(steps: int, lr: float) -> tuple:
+    x, y = line_data()
+    w = Tensor(np.zeros((), dtype=np.float32), requires_grad=True)
+    b = Tensor(np.zeros((), dtype=np.float32), requires_grad=True)
+    losses = []
+    for _ in range(steps):
+        loss = F.mse_loss(w * x + b, y)
+        loss.backward()
+        with ml.no_grad():
+            w.data -= lr * w.grad
+            b.data -= lr * b.grad
+        w.grad = b.grad = None
+        losses.append(loss.item())
+    return w.item(), b.item(), losses
+
+
+def check_train(train) -> None:
+    """train(steps, lr) -> (w, b, losses) must match a loop that zeroes gradients every step."""
+    steps, lr = 40, 0.1
+    result = _call(train, steps, lr, what=f"train(steps={steps}, lr={lr})")
+    try:
+        w, b, losses = result
+        w, b = float(w), float(b)
+        losses = [float(v) for v in losses]
+    except (TypeError, ValueError):
+        raise AssertionError(
+            f"train(steps={steps}, lr={lr}) should return (w, b, losses); got {result!r}"
+        ) from None
+    w_ref, b_ref, losses_ref = _reference_fit(steps, lr)
+    if len(losses) != steps:
+        raise AssertionError(f"train ran {len(losses)} steps, expected {steps}")
+    if np.isclose(w, 0) and np.isclose(b, 0):
+        raise AssertionError(
+            "after training, w and b are still 0: the gradients were cleared before the update "
+            "used them. Zero them after the update (or before the next backward)."
+        )
+    if not (np.isclose(w, w_ref, atol=1e-4) and np.isclose(b, b_ref, atol=1e-4)):
+        first = ", ".join(f"{v:.3f}" for v in losses[:8])
+        hint = ""
+        if max(losses[-10:]) > 2 * min(losses[-10:]):
+            hint = " The loss swings up and down: old gradients are still being added in."
+        raise AssertionError(
+            f"after {steps} steps the fit should be w = {w_ref:.4f}, b = {b_ref:.4f} "
+            f"(loss {losses_ref[-1]:.4f}); yours is w = {w:.4f}, b = {b:.4f} with losses "
+            f"{first}, ...{hint}"
+        )
+    print(
+        f"✓ train learns the line: w = {w:.3f}, b = {b:.3f}, loss {losses[0]:.3f} -> "
+        f"{losses[-1]:.4f}"
+    )

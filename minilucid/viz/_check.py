@@ -1,0 +1,132 @@
+"""Gradcheck one op at a time: each op's backward against central differences of its own forward."""
+
+import numpy as np
+
+from minilucid.ops.broadcast import sum_to_shape
+from minilucid.tensor import Tensor
+from minilucid.viz._graph import _parents
+
+
+class _Check:
+    """The verdict on one op: "ok", "bad" (gradients disagree) or "error" (backward failed)."""
+
+    def __init__(self, status: str, lines=()):
+        self.status, self.lines = status, list(lines)
+
+
+def _checked_ops(fn, inputs, eps, atol, rtol) -> tuple:
+    """Build fn(*inputs) and check each op of its graph: (output, {id(op output): _Check})."""
+    inputs = tuple(inputs) if isinstance(inputs, list | tuple) else (inputs,)
+    out = fn(*inputs)
+    if not isinstance(out, Tensor) or out._ctx is None:
+        raise ValueError(
+            "draw_gradcheck: fn(*inputs) made no graph; give inputs requires_grad=True"
+        )
+    options = _recorded_options(fn, inputs, _op_classes(out))
+    out = options.pop("out")
+    return out, {
+        id(t): _check_op(t._ctx, options.get(id(t._ctx), {}), eps, atol, rtol)
+        for t in _tensors(out)
+        if t._ctx is not None
+    }
+
+
+def _tensors(root: Tensor) -> list:
+    """Every tensor of root's graph, without recursion."""
+    found, stack = {id(root): root}, [root]
+    while stack:
+        for p in _parents(stack.pop()):
+            if id(p) not in found:
+                found[id(p)] = p
+                stack.append(p)
+    return list(found.values())
+
+
+def _op_classes(root: Tensor) -> list:
+    return list({type(t._ctx): True for t in _tensors(root) if t._ctx is not None})
+
+
+def _recorded_options(fn, inputs, classes) -> dict:
+    """Run fn again with each op's forward wrapped, to learn the keyword options it was given.
+
+    {id(ctx): options, "out": the new output}; the ops are restored afterwards.
+    """
+    seen, saved = {}, {}
+    for cls in classes:
+        saved[cls] = cls.__dict__.get("forward")
+        cls.forward = staticmethod(_recording(cls.forward, seen))
+    try:
+        seen["out"] = fn(*inputs)
+    finally:
+        for cls, original in saved.items():
+            if original is None:
+                delattr(cls, "forward")
+            else:
+                cls.forward = original
+    return seen
+
+
+def _recording(forward, seen: dict):
+    def wrapped(ctx, *arrays, **options):
+        seen[id(ctx)] = options
+        return forward(ctx, *arrays, **options)
+
+    return wrapped
+
+
+def _check_op(ctx, options: dict, eps: float, atol: float, rtol: float) -> _Check:
+    cls, parents = type(ctx), ctx.parents
+    arrays = [_float64(p) for p in parents]
+
+    def run(arrays):
+        new = cls()
+        new.parents = parents
+        return new, np.asarray(cls.forward(new, *arrays, **options), dtype=np.float64)
+
+    new, out = run(arrays)
+    weights = np.random.default_rng(0).uniform(0.5, 1.5, size=out.shape)
+    try:
+        grads = cls.backward(new, weights)
+    except Exception as error:  # a learner's unfinished backward shows up in the picture
+        return _Check("error", [f"backward raised {type(error).__name__}: {error}"])
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    lines = []
+    for i, (p, x) in enumerate(zip(parents, arrays, strict=False)):
+        if isinstance(p, Tensor) and p.requires_grad:
+            g = grads[i] if i < len(grads) else None
+            lines += _compare(i, x, g, lambda: run(arrays)[1], weights, eps, atol, rtol)
+    return _Check("bad" if lines else "ok", lines)
+
+
+def _float64(p):
+    if isinstance(p, Tensor):
+        return p.data.astype(np.float64) if p.dtype.kind == "f" else p.data
+    return p
+
+
+def _compare(i, x, g, forward, weights, eps, atol, rtol) -> list:
+    """Problems with input i's gradient g: missing, wrong shape, or entries off by more than tol."""
+    if g is None:
+        return [f"input {i}: backward returned None"]
+    try:
+        g = sum_to_shape(np.asarray(g, dtype=np.float64), x.shape)
+    except RuntimeError:
+        return [f"input {i}: gradient shape {np.shape(g)}, input shape {x.shape}"]
+    numeric = np.zeros_like(x)
+    flat, flat_numeric = x.reshape(-1), numeric.reshape(-1)  # views into x and numeric
+    for j in range(flat.size):
+        kept = flat[j]
+        flat[j] = kept + eps
+        up = float((forward() * weights).sum())
+        flat[j] = kept - eps
+        down = float((forward() * weights).sum())
+        flat[j] = kept
+        flat_numeric[j] = (up - down) / (2 * eps)
+    bad = ~np.isclose(g, numeric, rtol=rtol, atol=atol)
+    if not bad.any():
+        return []
+    where = tuple(int(k) for k in np.unravel_index(int(np.argmax(bad)), x.shape))
+    return [
+        f"input {i} entry {where}:\nbackward {g[where]:.6g}\nnumerical {numeric[where]:.6g}"
+        f"\n({int(bad.sum())} of {x.size} entries differ)"
+    ]

@@ -1,0 +1,51 @@
+"""Short, deterministic words for arrays and tensors, shared by the pictures and their listings."""
+
+import numpy as np
+
+from minilucid.tensor import Tensor
+
+
+def _values(a, limit: int = 6) -> str:
+    """The entries when there are at most `limit` of them, else the range."""
+    a = np.asarray(a)
+    if a.size <= limit:
+        text = np.array2string(
+            a, precision=4, separator=", ", suppress_small=True, max_line_width=120
+        )
+        return text
+    return f"min {a.min():.4g}, max {a.max():.4g}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(part.strip() for part in text.splitlines())
+
+
+def _summary(a) -> str:
+    """A gradient on an edge: its entries when few, else its shape and largest magnitude."""
+    a = np.asarray(a)
+    if a.size <= 4:
+        return _one_line(_values(a))
+    return f"{a.shape} max|g| {np.abs(a).max():.3g}"
+
+
+def _meta(t: Tensor) -> str:
+    return f"{t.shape} {t.dtype}"
+
+
+def _roles(t: Tensor, root: Tensor) -> list:
+    """output / leaf or parameter / requires grad: what tells a node apart."""
+    roles = ["output"] if t is root else []
+    if t._ctx is None:
+        roles.append("parameter" if type(t).__name__ == "Parameter" else "leaf")
+        if t.requires_grad:
+            roles.append("requires grad")
+    return roles
+
+
+def _constant(x) -> str:
+    """A plain number or array an op consumed."""
+    return _one_line(_values(x, limit=4)) if np.ndim(x) else repr(x)
+
+
+def _summed(before, after) -> str:
+    return f"sum over broadcast {tuple(before)} -> {tuple(after)}"

@@ -1,0 +1,126 @@
+"""Run a solution notebook's check cell in-process, with answer cells swapped for other code.
+
+Mutation tests use it to prove a check rejects plausible wrong answers:
+
+    wrong = answer_source(NB, "ex02_1_mul_backward_answer").replace("grad * b", "-grad * b")
+    with pytest.raises(AssertionError):
+        run_check(NB, "ex02_1_mul_backward_check", replace={"ex02_1_mul_backward_answer": wrong})
+
+`run_check` executes the notebook's code cells in order, in a fresh namespace, up to and
+including the check cell, as a kernel would (but without one: this is fast). Nothing is cached
+between calls: every call reads the notebook again and starts from an empty namespace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import linecache
+import os
+import warnings
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # before pyplot is imported anywhere: no windows, no inline backend
+
+import matplotlib.pyplot as plt  # noqa: E402
+import nbformat  # noqa: E402
+
+
+def _nbgrader(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def _cells(nb_path: Path | str):
+    return nbformat.read(str(nb_path), as_version=4).cells
+
+
+def _find(cells, grade_id: str, nb_path) -> int:
+    for index, cell in enumerate(cells):
+        if _nbgrader(cell).get("grade_id") == grade_id:
+            return index
+    known = [g for c in cells if (g := _nbgrader(c).get("grade_id"))]
+    raise KeyError(f"{nb_path}: no cell with grade_id {grade_id!r}; the notebook has {known}")
+
+
+def answer_source(nb_path: Path | str, grade_id: str) -> str:
+    """The source text of the cell with this nbgrader grade_id."""
+    cells = _cells(nb_path)
+    return cells[_find(cells, grade_id, nb_path)].source
+
+
+def grade_ids(nb_path: Path | str, *, grade: bool | None = None, solution: bool | None = None):
+    """grade_ids of the notebook's nbgrader cells, optionally only check or answer cells."""
+    out = []
+    for cell in _cells(nb_path):
+        meta = _nbgrader(cell)
+        if "grade_id" not in meta:
+            continue
+        if grade is not None and bool(meta.get("grade")) != grade:
+            continue
+        if solution is not None and bool(meta.get("solution")) != solution:
+            continue
+        out.append(meta["grade_id"])
+    return out
+
+
+def _no_display(*objs, **kwargs):
+    """Stands in for IPython's display(): a check's pictures are not needed here."""
+    return None
+
+
+@contextlib.contextmanager
+def _notebook_like_process(folder: Path):
+    """cwd = the notebook's folder, display() a no-op, figures closed afterwards."""
+    patched = []
+    with contextlib.suppress(ImportError):
+        import IPython.core.display_functions as display_functions
+        import IPython.display as ipython_display
+
+        for module in (ipython_display, display_functions):
+            patched.append((module, module.display))
+            module.display = _no_display
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        with warnings.catch_warnings():
+            # plt.show() under Agg says it cannot show; that is the point here
+            warnings.filterwarnings("ignore", message=".*non-interactive.*")
+            yield
+    finally:
+        os.chdir(cwd)
+        for module, original in patched:
+            module.display = original
+        plt.close("all")
+
+
+def run_check(
+    nb_path: Path | str, check_grade_id: str, replace: dict[str, str] | None = None
+) -> dict:
+    """Execute code cells up to and including the check cell; raise what the check raises.
+
+    `replace` maps answer grade_ids to the source to run in their place. Returns the namespace.
+    """
+    nb_path = Path(nb_path).resolve()
+    replace = dict(replace or {})
+    cells = _cells(nb_path)
+    stop = _find(cells, check_grade_id, nb_path)
+    for grade_id in replace:
+        index = _find(cells, grade_id, nb_path)
+        if index > stop:
+            raise ValueError(f"{grade_id!r} comes after {check_grade_id!r}: it would not run")
+
+    namespace: dict = {"__name__": "__main__", "__builtins__": __builtins__}
+    namespace["display"] = _no_display  # available without an import, as in IPython
+    with _notebook_like_process(nb_path.parent):
+        for index, cell in enumerate(cells[: stop + 1]):
+            if cell.cell_type != "code":
+                continue
+            source = replace.get(_nbgrader(cell).get("grade_id"), cell.source)
+            filename = f"<{nb_path.name} cell {index}>"
+            # keep the text findable so a traceback shows the notebook's lines
+            lines = source.splitlines(keepends=True)
+            linecache.cache[filename] = (len(source), None, lines, filename)
+            code = compile(source, filename, "exec")
+            exec(code, namespace)
+    return namespace

@@ -1,0 +1,285 @@
+"""The public names of chapters 01-06 (DESIGN section 5) exist and behave like PyTorch's.
+
+Expected values are written out by hand from what torch gives on the same small examples;
+test_torch_oracle.py compares with torch itself when it is installed.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import minilucid as ml
+import minilucid.nn.functional as F
+
+TOP_LEVEL = """Tensor tensor zeros ones zeros_like ones_like randn rand arange manual_seed
+    float32 float64 int64 no_grad enable_grad set_grad_enabled is_grad_enabled grad gradcheck
+    cat stack where exp log tanh sigmoid relu sqrt abs clamp""".split()
+TENSOR_ATTRIBUTES = """data grad shape ndim dtype requires_grad is_leaf grad_fn name""".split()
+TENSOR_METHODS = """backward detach item numpy retain_grad register_hook requires_grad_
+    sum mean max min exp log tanh sigmoid relu sqrt abs clamp reshape view transpose permute
+    flatten unsqueeze squeeze matmul softmax log_softmax
+    __add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __pow__
+    __rpow__ __matmul__ __rmatmul__ __neg__ __abs__ __getitem__ __len__ __repr__
+    __eq__ __ne__ __lt__ __le__ __gt__ __ge__ __bool__ __float__""".split()
+FUNCTIONAL = "relu sigmoid tanh softmax log_softmax cross_entropy mse_loss".split()
+
+
+def test_the_names_exist():
+    missing = [n for n in TOP_LEVEL if not hasattr(ml, n)]
+    missing += [f"Tensor.{n}" for n in TENSOR_METHODS + ["T"] if not hasattr(ml.Tensor, n)]
+    missing += [f"nn.functional.{n}" for n in FUNCTIONAL if not hasattr(F, n)]
+    t = ml.tensor([1.0])
+    missing += [f"tensor.{n}" for n in TENSOR_ATTRIBUTES if not hasattr(t, n)]
+    assert not missing, f"missing public names: {missing}"
+    assert set(ml.__all__) <= set(dir(ml))
+
+
+def test_signatures_are_pytorchs():
+    def params(fn):
+        return list(inspect.signature(fn).parameters)
+
+    assert params(ml.Tensor.__init__) == ["self", "data", "requires_grad", "dtype", "name"]
+    assert params(ml.Tensor.backward) == ["self", "gradient", "retain_graph"]
+    assert params(ml.Tensor.sum)[:3] == ["self", "dim", "keepdim"]
+    assert params(ml.Tensor.clamp) == ["self", "min", "max"]
+    assert params(ml.grad)[:4] == ["outputs", "inputs", "grad_outputs", "retain_graph"]
+    assert params(ml.where) == ["condition", "input", "other"]
+    assert params(ml.cat) == ["tensors", "dim"] and params(ml.stack) == ["tensors", "dim"]
+
+
+# --------------------------------------------------------------------------------------------
+# Making tensors
+
+
+def test_creation():
+    assert ml.zeros(2, 3).shape == (2, 3) == ml.ones((2, 3)).shape
+    assert ml.zeros(2, 3).dtype == ml.float32
+    assert ml.ones(2, dtype=ml.float64).dtype == ml.float64
+    z = ml.zeros_like(ml.tensor(np.ones((2, 2))))
+    assert z.shape == (2, 2) and z.dtype == ml.float64 and not z.requires_grad
+    np.testing.assert_array_equal(ml.ones_like(z).data, np.ones((2, 2)))
+    np.testing.assert_array_equal(ml.arange(5).data, [0, 1, 2, 3, 4])
+    np.testing.assert_array_equal(ml.arange(1, 7, 2).data, [1, 3, 5])
+    t = ml.tensor([[1.0, 2.0]], requires_grad=True, name="w")
+    assert t.requires_grad and t.is_leaf and t.name == "w" and t.grad is None
+    assert ml.zeros(3, requires_grad=True).requires_grad
+
+
+def test_manual_seed_repeats_randn_and_rand():
+    ml.manual_seed(3)
+    a, u = ml.randn(4, 5), ml.rand(100)
+    ml.manual_seed(3)
+    np.testing.assert_array_equal(a.data, ml.randn(4, 5).data)
+    np.testing.assert_array_equal(u.data, ml.rand(100).data)
+    assert a.dtype == ml.float32 and 0 <= u.data.min() and u.data.max() < 1
+
+
+def test_item_numpy_len_float_bool_repr():
+    t = ml.tensor([[1.0, 2.0, 3.0]])
+    assert isinstance(t.numpy(), np.ndarray) and t.numpy() is t.data
+    assert len(t) == 1 and t.ndim == 2
+    s = ml.tensor(2.5)
+    assert s.item() == 2.5 and isinstance(s.item(), float) and float(s) == 2.5
+    assert bool(ml.tensor([1.0])) and not bool(ml.tensor(0.0))
+    assert repr(ml.tensor([1.0, 2.0], requires_grad=True)) == "tensor([1., 2.], requires_grad=True)"
+    assert repr(ml.tensor([1, 2])) == "tensor([1, 2], dtype=int64)"
+    assert "grad_fn=<Mul>" in repr(ml.tensor([1.0], requires_grad=True) * 2)
+
+
+def test_comparisons_give_bool_tensors_without_a_graph():
+    x = ml.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    for result, expected in [
+        (x > 2, [False, False, True]),
+        (x >= 2, [False, True, True]),
+        (x < 2, [True, False, False]),
+        (x <= 2, [True, True, False]),
+        (x == 2, [False, True, False]),
+        (x != 2, [True, False, True]),
+        (x == ml.tensor([1.0, 0.0, 3.0]), [True, False, True]),
+    ]:
+        assert result.dtype == bool and not result.requires_grad
+        np.testing.assert_array_equal(result.data, expected)
+
+
+# --------------------------------------------------------------------------------------------
+# Shapes: dim/axis/keepdim, views, T
+
+
+def test_reductions_dim_axis_keepdim():
+    x = ml.tensor(np.arange(24.0).reshape(2, 3, 4))
+    for name in ["sum", "mean", "max", "min"]:
+        op = getattr(x, name)
+        assert op().shape == ()
+        assert op(1).shape == (2, 4) and op(dim=-1).shape == (2, 3)
+        assert op(dim=1, keepdim=True).shape == (2, 1, 4)
+        np.testing.assert_array_equal(op(axis=1).data, op(dim=1).data)
+        assert op(axis=(0, 2), keepdim=True).shape == (1, 3, 1)
+    np.testing.assert_array_equal(x.sum(dim=(0, 2)).data, [60, 92, 124])
+    np.testing.assert_array_equal(x.max(dim=2).data, [[3, 7, 11], [15, 19, 23]])
+    assert x.mean().item() == 11.5
+
+
+def test_views_and_transposes():
+    x = ml.tensor(np.arange(6.0).reshape(2, 3))
+    assert x.T.shape == (3, 2) and x.T.data[2, 1] == 5.0
+    assert x.view(-1).shape == (6,) and x.view(3, 2).shape == (3, 2)
+    assert x.reshape((1, 6)).shape == (1, 6)
+    assert x.transpose(0, 1).shape == (3, 2) and x.permute(1, 0).shape == (3, 2)
+    assert x.unsqueeze(0).shape == (1, 2, 3) and x.unsqueeze(-1).shape == (2, 3, 1)
+    assert x.unsqueeze(1).squeeze().shape == (2, 3) and x.unsqueeze(1).squeeze(1).shape == (2, 3)
+    assert x.squeeze(0).shape == (2, 3)  # not of size 1: unchanged, as in torch
+    assert ml.zeros(2, 3, 4).flatten().shape == (24,)
+    assert ml.zeros(2, 3, 4).flatten(1).shape == (2, 12)
+    assert ml.zeros(2, 3, 4, 5).flatten(1, 2).shape == (2, 12, 5)
+    assert ml.tensor(1.0).flatten().shape == (1,)
+
+
+def test_indexing_like_torch():
+    x = ml.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
+    assert x[1].shape == (4,) and x[:, 1:3].shape == (3, 2) and x[-1, -1].item() == 11.0
+    assert x[None].shape == (1, 3, 4) and x[..., 0].shape == (3,)
+    np.testing.assert_array_equal(x[x > 9].data, [10.0, 11.0])
+    x[[0, 0, 2], 1].sum().backward()  # repeated indices accumulate
+    np.testing.assert_array_equal(x.grad[:, 1], [2.0, 0.0, 1.0])
+
+
+def test_cat_stack_where():
+    a, b = ml.ones(2, 3), ml.zeros(2, 3)
+    assert ml.cat([a, b]).shape == (4, 3) and ml.cat([a, b], dim=1).shape == (2, 6)
+    assert ml.stack([a, b]).shape == (2, 2, 3) and ml.stack([a, b], dim=2).shape == (2, 3, 2)
+    w = ml.where(ml.tensor([True, False, True]), a, b)
+    np.testing.assert_array_equal(w.data, [[1, 0, 1], [1, 0, 1]])
+
+
+def test_max_of_ties_shares_the_gradient_like_torch():
+    x = ml.tensor([1.0, 3.0, 3.0], requires_grad=True)
+    x.max().backward()
+    np.testing.assert_allclose(x.grad, [0.0, 0.5, 0.5])  # torch: the same for max()
+
+
+def test_kinks_get_torchs_subgradients():
+    x = ml.tensor([0.0, 1.0, -1.0], requires_grad=True)
+    (x.relu() + x.abs() + x.clamp(0.0, 1.0)).sum().backward()
+    np.testing.assert_allclose(x.grad, [0.0 + 0.0 + 1.0, 1.0 + 1.0 + 1.0, 0.0 - 1.0 + 0.0])
+
+
+def test_numpy_array_on_the_left_gives_a_tensor():
+    x = ml.tensor([1.0, 2.0], requires_grad=True)
+    for y in [np.ones(2) + x, np.ones(2) - x, np.ones(2) * x, np.ones(2) / x, np.ones((3, 2)) @ x]:
+        assert isinstance(y, ml.Tensor) and y.requires_grad
+
+
+# --------------------------------------------------------------------------------------------
+# The graph: is_leaf, grad_fn, retain_grad, hooks, detach, grad modes, grad()
+
+
+def test_is_leaf_and_grad_fn():
+    x = ml.tensor([1.0, 2.0], requires_grad=True)
+    c = ml.tensor([3.0, 4.0])
+    y = x * c
+    assert x.is_leaf and x.grad_fn is None
+    assert c.is_leaf and not c.requires_grad
+    assert not y.is_leaf and type(y.grad_fn).__name__ == "Mul"
+    assert (c * 2).is_leaf  # no input requires grad: no node, as in torch
+    assert y.grad_fn.parents[0] is x and y.grad_fn.parents[1] is c
+
+
+def test_retain_grad():
+    x = ml.tensor([1.0, 2.0], requires_grad=True)
+    h, k = x * 2, x * 3
+    h.retain_grad()
+    (h * k).sum().backward()
+    np.testing.assert_allclose(h.grad, k.data)
+    assert k.grad is None
+    x.retain_grad()  # a no-op on a leaf
+    np.testing.assert_allclose(x.grad, 12 * x.data)
+
+
+def test_register_hook_can_change_the_gradient():
+    x = ml.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 3
+    seen = []
+    h.register_hook(lambda g: seen.append(g.copy()))  # returns None: only looks
+    h.register_hook(lambda g: g * 10)  # returns a new gradient: replaces it
+    h.sum().backward()
+    np.testing.assert_allclose(seen[0], [1.0, 1.0])
+    np.testing.assert_allclose(x.grad, [30.0, 30.0])
+    w = ml.tensor([1.0], requires_grad=True)
+    w.register_hook(lambda g: g * 0)  # on a leaf: changes what lands in .grad
+    (w * 5).sum().backward()
+    np.testing.assert_allclose(w.grad, [0.0])
+
+
+def test_detach():
+    x = ml.tensor([1.0, 2.0], requires_grad=True)
+    d = (x * 2).detach()
+    assert not d.requires_grad and d.is_leaf and d.grad_fn is None
+    assert np.shares_memory(x.data, x.detach().data)  # same numbers, as in torch
+    (d * x).sum().backward()
+    np.testing.assert_allclose(x.grad, d.data)
+
+
+def test_grad_modes_nest():
+    x = ml.tensor([1.0], requires_grad=True)
+    assert ml.is_grad_enabled()
+    with ml.no_grad():
+        assert not ml.is_grad_enabled() and not (x * 2).requires_grad
+        with ml.enable_grad():
+            assert ml.is_grad_enabled() and (x * 2).requires_grad
+            with ml.no_grad():
+                assert not (x * 2).requires_grad
+            assert (x * 2).requires_grad
+        assert not (x * 2).requires_grad
+    assert (x * 2).requires_grad
+    with ml.set_grad_enabled(False):
+        assert not (x * 2).requires_grad
+    assert ml.is_grad_enabled()
+    ml.set_grad_enabled(False)  # also works as a plain call, as in torch
+    try:
+        assert not ml.is_grad_enabled()
+    finally:
+        ml.set_grad_enabled(True)
+    assert ml.is_grad_enabled()
+
+
+def test_grad_returns_gradients_and_leaves_dot_grad_untouched():
+    x = ml.tensor([1.0, 2.0], requires_grad=True)
+    w = ml.tensor([3.0, -1.0], requires_grad=True)
+    y = (x * x * w).sum()
+    gx, gw = ml.grad(y, [x, w], retain_graph=True)
+    assert x.grad is None and w.grad is None
+    np.testing.assert_allclose(gx, 2 * x.data * w.data)
+    np.testing.assert_allclose(gw, x.data**2)
+    (only,) = ml.grad(y, x)  # a single input still gives a tuple, as in torch
+    np.testing.assert_allclose(only, gx)
+    h = x * 2  # a non-leaf input
+    (gh,) = ml.grad((h * h).sum(), [h])
+    np.testing.assert_allclose(gh, 2 * h.data)
+    (go,) = ml.grad(x * 3, [x], grad_outputs=np.array([1.0, -1.0]))
+    np.testing.assert_allclose(go, [3.0, -3.0])
+    assert x.grad is None
+
+
+def test_gradcheck_is_public_and_returns_true():
+    x = ml.tensor(np.array([0.5, -1.0]), requires_grad=True)
+    assert ml.gradcheck(lambda t: (t.tanh() * t).sum(), [x]) is True
+    assert ml.gradcheck(lambda t: t.exp(), x) is True  # a single tensor is fine too
+
+
+def test_functional():
+    logits = ml.tensor([[2.0, 1.0, 0.1], [0.5, 2.5, 0.3]], requires_grad=True)
+    probs = F.softmax(logits, dim=1)
+    np.testing.assert_allclose(probs.data.sum(axis=1), [1.0, 1.0], rtol=1e-6)
+    np.testing.assert_allclose(F.log_softmax(logits, dim=1).data, np.log(probs.data), rtol=1e-5)
+    loss = F.cross_entropy(logits, ml.tensor([0, 1]))
+    expected = -(np.log(probs.data[0, 0]) + np.log(probs.data[1, 1])) / 2
+    assert loss.shape == () and loss.item() == pytest.approx(expected, rel=1e-5)
+    loss.backward()
+    onehot = np.array([[1, 0, 0], [0, 1, 0]])
+    np.testing.assert_allclose(logits.grad, (probs.data - onehot) / 2, rtol=1e-5, atol=1e-7)
+    mse = F.mse_loss(ml.tensor([1.0, 2.0]), ml.tensor([0.0, 4.0]))
+    assert mse.item() == pytest.approx(2.5)
+    np.testing.assert_allclose(F.relu(ml.tensor([-1.0, 2.0])).data, [0.0, 2.0])

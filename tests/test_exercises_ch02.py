@@ -1,0 +1,220 @@
+"""Chapter 02's checks accept the solutions and reject plausible wrong answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from nbharness import answer_source, run_check
+
+from minilucid import Tensor
+from minilucid._checks import ch02
+from minilucid.function import Function
+from minilucid.numerical import numerical_grad
+from minilucid.ops.elementwise import Mul
+
+NB = Path(__file__).resolve().parents[1] / "solutions" / "02_local_derivatives.ipynb"
+
+# every earlier check cell re-runs before the one under test; these stand in for them
+EARLIER_CHECKS = {
+    "ex02_1_mul_backward_check": "pass",
+    "ex02_2_div_backward_check": "pass",
+    "ex02_3_pow_backward_check": "pass",
+}
+
+EXERCISES = {
+    "mul": ("ex02_1_mul_backward_answer", "ex02_1_mul_backward_check"),
+    "div": ("ex02_2_div_backward_answer", "ex02_2_div_backward_check"),
+    "pow": ("ex02_3_pow_backward_answer", "ex02_3_pow_backward_check"),
+    "central": ("ex02_4_central_difference_answer", "ex02_4_central_difference_check"),
+}
+
+MUTANTS = {
+    "mul": {
+        "swapped inputs": ("return grad * b, grad * a", "return grad * a, grad * b"),
+        "forgot the incoming grad": ("return grad * b, grad * a", "return b, a"),
+        "wrong sign": ("return grad * b, grad * a", "return -grad * b, -grad * a"),
+        "one gradient for two inputs": ("return grad * b, grad * a", "return grad * b"),
+    },
+    "div": {
+        "wrong sign on b": (
+            "return grad / b, -grad * a / b**2",
+            "return grad / b, grad * a / b**2",
+        ),
+        "forgot the square": (
+            "return grad / b, -grad * a / b**2",
+            "return grad / b, -grad * a / b",
+        ),
+        "forgot a": ("return grad / b, -grad * a / b**2", "return grad / b, -grad / b**2"),
+        "a's gradient times b": (
+            "return grad / b, -grad * a / b**2",
+            "return grad * b, -grad * a / b**2",
+        ),
+    },
+    "pow": {
+        "exponent not lowered": (
+            "return grad * p * a ** (p - 1), None",
+            "return grad * p * a**p, None",
+        ),
+        "p not brought down": (
+            "return grad * p * a ** (p - 1), None",
+            "return grad * a ** (p - 1), None",
+        ),
+        "no gradient slot for p": (
+            "return grad * p * a ** (p - 1), None",
+            "return grad * p * a ** (p - 1)",
+        ),
+    },
+    "central": {
+        "one-sided difference": [
+            ("x[index] = kept - eps\n        down = f(x)", "x[index] = kept\n        down = f(x)"),
+            ("(up - down) / (2 * eps)", "(up - down) / eps"),
+        ],
+        "denominator eps instead of 2 eps": ("(up - down) / (2 * eps)", "(up - down) / eps"),
+        "entry not put back": ("        x[index] = kept\n        grad", "        grad"),
+        "all entries nudged at once": (
+            "        kept = x[index]\n        x[index] = kept + eps\n        up = f(x)\n"
+            "        x[index] = kept - eps\n        down = f(x)\n        x[index] = kept\n",
+            "        up = f(x + eps)\n        down = f(x - eps)\n",
+        ),
+    },
+}
+
+
+def _mutant(exercise: str, edits) -> str:
+    """The solution with each (old, new) edit applied; `edits` may be a single pair."""
+    answer_id, _ = EXERCISES[exercise]
+    source = answer_source(NB, answer_id)
+    for old, new in [edits] if isinstance(edits, tuple) else edits:
+        assert old in source, f"the solution of {answer_id} changed; update this mutant"
+        source = source.replace(old, new)
+    return source
+
+
+def _run(exercise: str, answer: str | None = None):
+    answer_id, check_id = EXERCISES[exercise]
+    earlier = [check for _, check in EXERCISES.values()]
+    earlier = earlier[: earlier.index(check_id)]
+    replace = {k: v for k, v in EARLIER_CHECKS.items() if k in earlier}
+    if answer is not None:
+        replace[answer_id] = answer
+    return run_check(NB, check_id, replace=replace)
+
+
+@pytest.mark.parametrize("exercise", list(EXERCISES))
+def test_the_solution_passes(exercise, capsys):
+    _run(exercise)
+    assert "✓" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "exercise, label",
+    [(exercise, label) for exercise, mutants in MUTANTS.items() for label in mutants],
+)
+def test_a_wrong_answer_is_rejected(exercise, label):
+    with pytest.raises(AssertionError):
+        _run(exercise, _mutant(exercise, MUTANTS[exercise][label]))
+
+
+@pytest.mark.parametrize("exercise", list(EXERCISES))
+def test_the_stub_raises_not_implemented(exercise):
+    answer_id, _ = EXERCISES[exercise]
+    source = answer_source(NB, answer_id)
+    start = source.index("### BEGIN SOLUTION")
+    end = source.index("### END SOLUTION") + len("### END SOLUTION")
+    indent = source[:start].split("\n")[-1]
+    stub = source[:start] + "raise NotImplementedError()\n" + indent + source[end:].lstrip("\n")
+    with pytest.raises(NotImplementedError):
+        _run(exercise, stub)
+
+
+# --- messages say what is wrong, in plain words ---------------------------------------------
+
+
+class SwappedMul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return grad * a, grad * b
+
+
+class NegatedDiv(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a / b
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return -grad / b, grad * a / b**2
+
+
+def test_mul_message_names_the_input_the_entry_and_both_values():
+    with pytest.raises(AssertionError) as info:
+        ch02.check_mul_backward(SwappedMul)
+    message = str(info.value)
+    assert "SwappedMul.backward" in message and "input a" in message
+    assert "entry (" in message and "expected" in message and "got" in message
+    assert "shape (3, 4)" in message
+
+
+def test_a_gradient_with_every_sign_wrong_is_called_so():
+    with pytest.raises(AssertionError, match="wrong sign"):
+        ch02.check_div_backward(NegatedDiv)
+
+
+def test_one_sided_difference_is_explained():
+    def one_sided(f, x, eps):
+        grad = np.zeros_like(x)
+        base = f(x)
+        for index in np.ndindex(x.shape):
+            kept = x[index]
+            x[index] = kept + eps
+            grad[index] = (f(x) - base) / eps
+            x[index] = kept
+        return grad
+
+    with pytest.raises(AssertionError, match="one-sided"):
+        ch02.check_numerical_grad(one_sided)
+
+
+def test_checks_return_a_graph_made_with_the_learners_op():
+    class GoodMul(SwappedMul):
+        @staticmethod
+        def backward(ctx, grad):
+            a, b = ctx.saved_tensors
+            return grad * b, grad * a
+
+    out = ch02.check_mul_backward(GoodMul)
+    assert isinstance(out, Tensor) and type(out.grad_fn) is GoodMul
+
+
+# --- the chapter's package code: Function.apply and numerical_grad --------------------------
+
+
+def test_apply_records_inputs_as_given_and_which_need_a_gradient():
+    x = Tensor(np.array([1.0, 2.0]), requires_grad=True)
+    c = Tensor(np.array([3.0, 4.0]))
+    y = Mul.apply(x, 2.0)
+    assert y.grad_fn.parents[0] is x and y.grad_fn.parents[1] == 2.0
+    assert y.grad_fn.needs_input_grad == (True, False)
+    assert Mul.apply(c, x).grad_fn.needs_input_grad == (False, True)
+    assert Mul.apply(c, 2.0).grad_fn is None  # nothing requires grad: a plain leaf
+    np.testing.assert_array_equal(Mul.backward(y.grad_fn, np.ones(2)), (2.0 * np.ones(2), x.data))
+
+
+def test_numerical_grad_is_central_weighted_and_leaves_inputs_alone():
+    x_data = np.array([[0.5, -1.0], [2.0, 1.5]])
+    w = np.array([[1.0, -2.0], [0.5, 3.0]])
+    x = Tensor(x_data.copy())
+    (got,) = numerical_grad(lambda t: t * t * t, [x], grad_output=w, eps=1e-3)
+    # d/dx sum(w * x**3) = 3 w x**2; central differences add exactly w * eps**2 for a cube
+    np.testing.assert_allclose(got, 3 * w * x_data**2 + w * 1e-6, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(x.data, x_data)

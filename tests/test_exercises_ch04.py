@@ -1,0 +1,360 @@
+"""Chapter 04 (Shapes): every exercise check accepts the solution and rejects wrong answers.
+
+Also a few focused tests of the chapter's package code: sum_to_shape, the shared max/min tie
+gradient, repeated indices, the dim/axis alias and matmul's gradient shapes.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from nbharness import answer_source, run_check
+
+import minilucid as ml
+from minilucid.ops.broadcast import sum_to_shape
+
+NB = Path(__file__).resolve().parents[1] / "solutions" / "04_shapes.ipynb"
+
+
+def _rejected(check_id: str, answer_id: str, source: str, *words: str) -> str:
+    with pytest.raises(AssertionError) as info:
+        run_check(NB, check_id, replace={answer_id: source})
+    message = str(info.value)
+    for word in words:
+        assert word in message, f"the message should mention {word!r}: {message}"
+    return message
+
+
+def _solved(answer_id: str, body: str) -> str:
+    """The answer cell with the text between the solution markers replaced by `body`."""
+    source = answer_source(NB, answer_id)
+    begin, end = source.index("### BEGIN SOLUTION"), source.index("### END SOLUTION")
+    indent = source[:begin].rsplit("\n", 1)[1]
+    lines = [indent + line if line else line for line in body.strip("\n").splitlines()]
+    return source[:begin] + "\n".join(lines).lstrip() + "\n" + indent + source[end:]
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 1: sum_to_shape
+
+EX1 = ("ex04_1_sum_to_shape_check", "ex04_1_sum_to_shape_answer")
+
+
+def test_ex1_solution_passes(capsys):
+    run_check(NB, EX1[0])
+    assert "✓ sum_to_shape" in capsys.readouterr().out
+
+
+def test_ex1_rejects_summing_only_leading_dims():
+    wrong = _solved(
+        EX1[1],
+        """
+while grad.ndim > len(shape):
+    grad = grad.sum(axis=0)
+return grad
+""",
+    )
+    _rejected(*EX1, wrong, "(1, 4)", "expected shape")
+
+
+def test_ex1_rejects_forgotten_keepdims():
+    wrong = _solved(
+        EX1[1],
+        """
+extra = grad.ndim - len(shape)
+if extra:
+    grad = grad.sum(axis=tuple(range(extra)))
+stretched = tuple(i for i, (g, s) in enumerate(zip(grad.shape, shape)) if g != s)
+if stretched:
+    grad = grad.sum(axis=stretched)
+return grad
+""",
+    )
+    _rejected(*EX1, wrong, "keepdims=True")
+
+
+def test_ex1_rejects_axes_aligned_from_the_left():
+    wrong = _solved(
+        EX1[1],
+        """
+stretched = tuple(i for i, s in enumerate(shape) if s == 1 and grad.shape[i] != 1)
+if stretched:
+    grad = grad.sum(axis=stretched, keepdims=True)
+while grad.ndim > len(shape):
+    grad = grad.sum(axis=0)
+return grad
+""",
+    )
+    _rejected(*EX1, wrong, "(2, 3, 4)")
+
+
+def test_ex1_rejects_summing_trailing_dims():
+    wrong = _solved(
+        EX1[1],
+        """
+grad = grad.sum(axis=tuple(range(len(shape), grad.ndim)))
+stretched = tuple(i for i, (g, s) in enumerate(zip(grad.shape, shape)) if g != s)
+return grad.sum(axis=stretched, keepdims=True)
+""",
+    )
+    _rejected(*EX1, wrong, "sum_to_shape(grad of shape (3, 4), (4,))")
+
+
+def test_ex1_rejects_mean_instead_of_sum():
+    wrong = _solved(
+        EX1[1],
+        """
+extra = grad.ndim - len(shape)
+if extra:
+    grad = grad.mean(axis=tuple(range(extra)))
+stretched = tuple(i for i, (g, s) in enumerate(zip(grad.shape, shape)) if g != s)
+if stretched:
+    grad = grad.mean(axis=stretched, keepdims=True)
+return grad
+""",
+    )
+    _rejected(*EX1, wrong, "wrong at entry")
+
+
+def test_ex1_unanswered_raises_not_implemented():
+    with pytest.raises(NotImplementedError):
+        run_check(NB, EX1[0], replace={EX1[1]: _solved(EX1[1], "raise NotImplementedError()")})
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 2: MatMul.backward
+
+EX2 = ("ex04_2_matmul_backward_check", "ex04_2_matmul_backward_answer")
+
+
+def test_ex2_solution_passes(capsys):
+    run_check(NB, EX2[0])
+    assert "batched operands work too" in capsys.readouterr().out
+
+
+def test_ex2_2d_only_solution_passes_without_batches(capsys):
+    right_2d = _solved(EX2[1], "return grad @ b.T, a.T @ grad")
+    run_check(NB, EX2[0], replace={EX2[1]: right_2d})
+    assert "batched operands: not yet (optional)" in capsys.readouterr().out
+
+
+def test_ex2_rejects_transposed_gradients():
+    wrong = _solved(EX2[1], "return b @ grad.T, grad.T @ a")
+    _rejected(*EX2, wrong, "the gradient for A", "expected shape (2, 3), got shape (3, 2)")
+
+
+def test_ex2_rejects_missing_transposes():
+    _rejected(*EX2, _solved(EX2[1], "return grad @ b, a @ grad"), "raised ValueError")
+
+
+def test_ex2_rejects_swapped_operands_on_square_matrices():
+    # right shapes for every square case, wrong numbers
+    wrong = _solved(
+        EX2[1],
+        """
+if a.shape[0] == a.shape[1] == b.shape[1]:
+    return b.T @ grad, grad @ a.T
+return grad @ b.T, a.T @ grad
+""",
+    )
+    _rejected(*EX2, wrong, "(3, 3)", "wrong at entry")
+
+
+def test_ex2_rejects_gradients_in_the_wrong_order():
+    _rejected(*EX2, _solved(EX2[1], "return a.T @ grad, grad @ b.T"), "the gradient for A")
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 3: the backward of indexing
+
+EX3 = ("ex04_3_getitem_backward_check", "ex04_3_getitem_backward_answer")
+
+
+def test_ex3_solution_passes(capsys):
+    run_check(NB, EX3[0])
+    assert "repeated indices add up" in capsys.readouterr().out
+
+
+def test_ex3_rejects_assignment():
+    wrong = _solved(
+        EX3[1],
+        """
+out = np.zeros(ctx.in_shape, dtype=grad.dtype)
+out[ctx.index] = grad
+return out
+""",
+    )
+    _rejected(*EX3, wrong, "kept only one pick per entry")
+
+
+def test_ex3_rejects_buffered_in_place_add():
+    wrong = _solved(
+        EX3[1],
+        """
+out = np.zeros(ctx.in_shape, dtype=grad.dtype)
+out[ctx.index] += grad
+return out
+""",
+    )
+    _rejected(*EX3, wrong, "[1, 3, 1, 1]", "kept only one pick per entry")
+
+
+def test_ex3_rejects_counting_picks_instead_of_adding_gradients():
+    wrong = _solved(
+        EX3[1],
+        """
+out = np.zeros(ctx.in_shape, dtype=grad.dtype)
+np.add.at(out, ctx.index, 1.0)
+return out
+""",
+    )
+    _rejected(*EX3, wrong, "wrong at entry")
+
+
+def test_ex3_rejects_gradient_not_scattered_back():
+    _rejected(*EX3, _solved(EX3[1], "return grad"), "expected shape (5,)")
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 4 (optional): the backward of mean over dims
+
+EX4 = ("ex04_4_mean_backward_check", "ex04_4_mean_backward_answer")
+
+
+def test_ex4_solution_passes(capsys):
+    run_check(NB, EX4[0])
+    assert "✓ MyMean.backward" in capsys.readouterr().out
+
+
+def test_ex4_rejects_broadcast_without_restoring_dims():
+    wrong = _solved(
+        EX4[1],
+        """
+n = np.prod([ctx.in_shape[i] for i in ctx.axes])
+return np.broadcast_to(grad / n, ctx.in_shape)
+""",
+    )
+    _rejected(*EX4, wrong, "dim=1")
+
+
+def test_ex4_rejects_square_input_filled_by_columns():
+    # right wherever the shapes refuse to broadcast the wrong way; wrong for the square input
+    wrong = _solved(
+        EX4[1],
+        """
+n = np.prod([ctx.in_shape[i] for i in ctx.axes])
+try:
+    return np.broadcast_to(grad / n, ctx.in_shape)
+except ValueError:
+    if not ctx.keepdim:
+        grad = np.expand_dims(grad, ctx.axes)
+    return np.broadcast_to(grad / n, ctx.in_shape)
+""",
+    )
+    _rejected(*EX4, wrong, "x of shape (4, 4)", "wrong at entry")
+
+
+def test_ex4_rejects_dividing_by_the_total_size():
+    wrong = _solved(
+        EX4[1],
+        """
+if not ctx.keepdim:
+    grad = np.expand_dims(grad, ctx.axes)
+return np.broadcast_to(grad / np.prod(ctx.in_shape), ctx.in_shape)
+""",
+    )
+    _rejected(*EX4, wrong, "dim=1", "1/4")
+
+
+def test_ex4_rejects_forgotten_division():
+    wrong = _solved(
+        EX4[1],
+        """
+if not ctx.keepdim:
+    grad = np.expand_dims(grad, ctx.axes)
+return np.broadcast_to(grad, ctx.in_shape)
+""",
+    )
+    _rejected(*EX4, wrong, "wrong at entry")
+
+
+# --------------------------------------------------------------------------------------------
+# The chapter's package code
+
+
+@pytest.mark.parametrize(
+    "grad_shape, shape",
+    [
+        ((3, 4), (4,)),
+        ((3, 4), (1, 4)),
+        ((3, 4), (3, 1)),
+        ((3, 4), ()),
+        ((2, 3, 4), (3, 1)),
+        ((2, 3, 4), (2, 1, 4)),
+        ((2, 1, 3), (1, 1, 3)),
+        ((5,), (5,)),
+    ],
+)
+def test_sum_to_shape_matches_summing_the_broadcast_copies(grad_shape, shape):
+    grad = np.random.default_rng(0).normal(size=grad_shape)
+    got = sum_to_shape(grad, shape)
+    assert got.shape == shape
+    # entry by entry: what all the broadcast copies of x[idx] receive, added up
+    expected = np.zeros(shape)
+    for idx in np.ndindex(*shape):
+        one = np.zeros(shape)
+        one[idx] = 1.0
+        expected[idx] = (np.broadcast_to(one, grad_shape) * grad).sum()
+    np.testing.assert_allclose(got, expected)
+
+
+def test_sum_to_shape_names_the_op_when_shapes_cannot_match():
+    with pytest.raises(RuntimeError, match=r"^Mul\.backward: .*input of shape \(2,\)"):
+        sum_to_shape(np.ones((3, 4)), (2,), "Mul")
+
+
+def test_max_and_min_share_the_gradient_among_ties():
+    x = ml.tensor([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]], requires_grad=True)
+    x.max(dim=1).sum().backward()
+    np.testing.assert_allclose(x.grad, [[0, 0.5, 0.5], [1 / 3, 1 / 3, 1 / 3]], rtol=1e-6)
+    y = ml.tensor([[1.0, 1.0, 3.0]], requires_grad=True)
+    y.min().backward()
+    np.testing.assert_allclose(y.grad, [[0.5, 0.5, 0.0]])
+
+
+def test_axis_is_an_alias_of_dim_and_not_both():
+    x = ml.randn(2, 3)
+    np.testing.assert_allclose(x.sum(axis=1, keepdim=True).data, x.sum(dim=1, keepdim=True).data)
+    with pytest.raises(TypeError, match="dim or axis"):
+        x.mean(dim=0, axis=0)
+
+
+def test_repeated_indices_accumulate_in_getitem_backward():
+    e = ml.tensor(np.zeros((4, 2)), requires_grad=True)
+    e[[1, 3, 1, 1]].sum().backward()
+    np.testing.assert_allclose(e.grad, [[0, 0], [3, 3], [0, 0], [1, 1]])
+
+
+@pytest.mark.parametrize(
+    "shape_a, shape_b",
+    [
+        ((2, 3), (3, 4)),
+        ((5, 2, 3), (3, 4)),
+        ((3,), (3, 4)),
+        ((2, 3), (3,)),
+        ((2, 1, 2, 3), (4, 3, 2)),
+    ],
+)
+def test_matmul_gradients_have_their_inputs_shapes(shape_a, shape_b):
+    rng = np.random.default_rng(1)
+    a = ml.tensor(rng.normal(size=shape_a), requires_grad=True)
+    b = ml.tensor(rng.normal(size=shape_b), requires_grad=True)
+    assert ml.gradcheck(lambda p, q: p @ q, [a, b])
+    (a @ b).sum().backward()
+    assert a.grad.shape == shape_a and b.grad.shape == shape_b
+
+
+def test_permute_backward_uses_the_inverse_permutation():
+    x = ml.tensor(np.random.default_rng(2).normal(size=(2, 3, 4)), requires_grad=True)
+    assert ml.gradcheck(lambda t: t.permute(2, 0, 1), [x])
+    assert ml.gradcheck(lambda t: t.permute(-2, -1, 0), [x])

@@ -1,0 +1,283 @@
+"""minilucid.viz: exact DOT for small graphs, the engine's step order, budgets, and no `dot`."""
+
+from __future__ import annotations
+
+import base64
+import re
+
+import numpy as np
+import pytest
+
+import minilucid as ml
+from minilucid.autograd import backward
+from minilucid.function import Function
+from minilucid.viz import draw_backward, draw_gradcheck, draw_graph, step_through
+
+HEAD = """digraph {
+\tgraph [fontname=Helvetica fontsize=11 rankdir=LR]
+\tnode [fontname=Helvetica fontsize=10 style=filled]
+\tedge [arrowsize=0.7 fontname=Helvetica fontsize=9]
+"""
+
+
+def small():
+    a = ml.tensor([1.0, 2.0], requires_grad=True, name="a")
+    b = ml.tensor(3.0, requires_grad=True, name="b")
+    return a, b, (a * b).sum()
+
+
+def test_draw_graph_dot_is_exact():
+    *_, y = small()
+    assert draw_graph(y).source == HEAD + (
+        "\tn0 [label=<<b>a</b><br/>(2,) float32  <i>leaf, requires grad</i><br/>[1., 2.]> "
+        'fillcolor="#d6efd0" shape=box style="rounded,filled"]\n'
+        "\tn1 [label=<<b>b</b><br/>() float32  <i>leaf, requires grad</i><br/>3.> "
+        'fillcolor="#d6efd0" shape=box style="rounded,filled"]\n'
+        "\tn2 [label=<<b>t1</b><br/>(2,) float32<br/>[3., 6.]> "
+        'fillcolor="#dbe7f6" shape=box style="rounded,filled"]\n'
+        '\top2 [label=Mul fillcolor="#f8dcc6" shape=ellipse]\n'
+        "\top2 -> n2\n"
+        "\tn0 -> op2\n"
+        "\tn1 -> op2\n"
+        "\tn3 [label=<<b>t2</b><br/>() float32  <i>output</i><br/>9.> "
+        'fillcolor="#fde7a6" penwidth=2 shape=box style="rounded,filled"]\n'
+        '\top3 [label=Sum fillcolor="#f8dcc6" shape=ellipse]\n'
+        "\top3 -> n3\n"
+        "\tn2 -> op3\n"
+        "}\n"
+    )
+
+
+def test_draw_graph_text_lists_nodes_then_ops():
+    *_, y = small()
+    assert repr(draw_graph(y)) == (
+        "graph of t2: 4 tensors, 2 ops\n"
+        "tensors:\n"
+        "  a   (2,) float32  leaf, requires grad  [1., 2.]\n"
+        "  b   () float32  leaf, requires grad  3.\n"
+        "  t1  (2,) float32  [3., 6.]\n"
+        "  t2  () float32  output  9.\n"
+        "ops:\n"
+        "  t1 = Mul(a, b)\n"
+        "  t2 = Sum(t1)"
+    )
+
+
+def test_draw_graph_shows_constants_grads_and_hides_values_on_request():
+    x = ml.tensor([1.0, -1.0], requires_grad=True, name="x")
+    y = (x * 2.0).sum()
+    y.backward(retain_graph=True)
+    picture = draw_graph(y, show_values=False, rankdir="TB")
+    assert "rankdir=TB" in picture.source
+    assert "c1_1 [label=2.0 shape=plaintext" in picture.source
+    assert "grad [2., 2.]" in picture.text
+    assert "[1., -1.]" not in picture.text
+    assert "t1 = Mul(x, 2.0)" in picture.text
+
+
+def test_draw_backward_dot_is_exact():
+    *_, y = small()
+    red, purple, grey = '"#c0392b"', '"#7d3c98"', '"#b8b8b8"'
+    step = f"  <font color={red}><b>step {{}}</b></font>"
+    grad = f"<font color={red}><b>grad {{}}</b></font>"
+    assert draw_backward(y).source == HEAD + (
+        f"\tn0 [label=<<b>a</b>{step.format(4)}<br/>(2,) float32  <i>leaf, requires grad</i>"
+        f"<br/>[1., 2.]<br/>{grad.format('[3., 3.]')}> "
+        'fillcolor="#d6efd0" shape=box style="rounded,filled"]\n'
+        f"\tn1 [label=<<b>b</b>{step.format(3)}<br/>() float32  <i>leaf, requires grad</i>"
+        f'<br/>3.<br/>{grad.format("3.")}> fillcolor="#d6efd0" shape=box style="rounded,filled"]\n'
+        f"\tn2 [label=<<b>t1</b>{step.format(2)}<br/>(2,) float32<br/>[3., 6.]"
+        f'<br/>{grad.format("[1., 1.]")}> fillcolor="#dbe7f6" shape=box style="rounded,filled"]\n'
+        '\top2 [label=Mul fillcolor="#f8dcc6" shape=ellipse]\n'
+        f"\top2 -> n2 [color={grey}]\n"
+        f"\top2 -> n2 [color={red} dir=back style=dashed]\n"
+        f"\tn0 -> op2 [color={grey}]\n"
+        f'\tn0 -> op2 [label="[3., 3.]" color={red} dir=back fontcolor={red} style=dashed]\n'
+        f"\tn1 -> op2 [color={grey}]\n"
+        f'\tn1 -> op2 [label="sum over broadcast (2,) -> ()\n3." color={purple} dir=back '
+        f"fontcolor={purple} style=bold]\n"
+        f"\tn3 [label=<<b>t2</b>{step.format(1)}<br/>() float32  <i>output</i><br/>9.<br/>"
+        f'<font color={red}>grad 1. (seed)</font>> fillcolor="#fde7a6" penwidth=2 shape=box '
+        'style="rounded,filled"]\n'
+        '\top3 [label=Sum fillcolor="#f8dcc6" shape=ellipse]\n'
+        f"\top3 -> n3 [color={grey}]\n"
+        f"\top3 -> n3 [color={red} dir=back style=dashed]\n"
+        f"\tn2 -> op3 [color={grey}]\n"
+        f'\tn2 -> op3 [label="[1., 1.]" color={red} dir=back fontcolor={red} style=dashed]\n'
+        "}\n"
+    )
+
+
+def test_draw_backward_text_and_leaf_grads_accumulate():
+    a, b, y = small()
+    picture = draw_backward(y)
+    assert picture.text == (
+        "backward of t2: 4 steps in reverse topological order\n"
+        "  step 1  t2  grad 1. (seed)\n"
+        "          Sum sends t1 [1., 1.]\n"
+        "  step 2  t1  grad [1., 1.]\n"
+        "          Mul sends a [3., 3.]\n"
+        "          Mul sends b 3.  (sum over broadcast (2,) -> ())\n"
+        "  step 3  b  grad 3.\n"
+        "  step 4  a  grad [3., 3.]"
+    )
+    draw_backward(y)  # like t.backward(retain_graph=True): a second call accumulates
+    np.testing.assert_array_equal(a.grad, [6.0, 6.0])
+    assert b.grad == 6.0
+
+
+def diamond():
+    x = ml.tensor([1.0, 2.0, 3.0], requires_grad=True, name="x")
+    h = x * x
+    u, v = h.exp(), h * 3.0
+    return x, (u + v + x).sum()
+
+
+def steps_in(text: str) -> dict:
+    return {name: int(k) for k, name in re.findall(r"step (\d+)  (\S+)  grad", text)}
+
+
+def test_step_numbers_are_the_engines_order():
+    x, y = diamond()
+    picture = draw_backward(y)
+    trace = []
+    backward(y, retain_graph=True, trace=trace)
+    graph_names = steps_in(picture.text)
+    assert sorted(graph_names.values()) == list(range(1, len(trace) + 1))
+    by_step = {k: name for name, k in graph_names.items()}
+    from minilucid.viz._graph import _Graph
+
+    names = _Graph(y)
+    assert [by_step[k] for k in range(1, len(trace) + 1)] == [names.name(t) for t, _, _ in trace]
+    for name, k in graph_names.items():  # the DOT carries the same numbers
+        assert re.search(rf"<b>{name}</b>  <font color=\"#c0392b\"><b>step {k}</b>", picture.source)
+
+
+def test_a_node_fed_by_several_children_shows_contributions_and_sum():
+    x, y = diamond()
+    picture = draw_backward(y)
+    x_line = next(line for line in picture.text.splitlines() if "  x  grad" in line)
+    assert x_line.count("(from ") == 3  # from the add, and twice from x * x
+    node = next(line for line in picture.source.splitlines() if "<b>x</b>" in line)
+    assert node.count("+ ") == 3 and "<b>sum " in node
+
+
+def test_draw_backward_on_a_freed_graph_says_what_to_do():
+    *_, y = small()
+    y.backward()
+    with pytest.raises(RuntimeError, match=r"draw_backward\(t\) instead of t.backward\(\)"):
+        draw_backward(y)
+    assert "freed" in draw_graph(y).text  # drawing the forward graph still works
+
+
+def test_budget_and_depth_leave_a_summary():
+    x = ml.tensor(1.0, requires_grad=True, name="x")
+    y = x
+    for _ in range(30):
+        y = y * 1.5 + x
+    picture = draw_graph(y, max_nodes=10)
+    assert picture.text.count("\n  t") + picture.text.count("\n  x ") <= 10
+    assert "not drawn: " in picture.text and "max_nodes=10" in picture.text
+    assert "shape=note" in picture.source  # the op whose input was cut says so
+    shallow = draw_graph(y, max_depth=1)
+    assert shallow.text.startswith("graph of t2: 3 tensors, 2 ops")  # t2 = Add(t1, x)
+    assert "max_depth=1" in shallow.text
+
+
+def test_a_100000_node_chain_neither_recurses_nor_hangs():
+    x = ml.tensor(1.0, requires_grad=True, name="x")
+    y = x
+    for _ in range(50_000):
+        y = y * 1.0 + x  # 100,000 ops
+    picture = draw_graph(y)
+    assert "of 200001 nodes" in picture.text
+    assert draw_backward(y, max_nodes=8).text.count("\n  step ") <= 4
+
+
+def test_group_clusters_nodes_by_label():
+    a = ml.tensor([1.0], requires_grad=True, name="w1")
+    b = ml.tensor([2.0], requires_grad=True, name="w2")
+    y = (a * 2.0 + b).sum()
+    label = {"w1": "layer1", "w2": "layer2"}
+    picture = draw_graph(y, group=lambda t: label.get(t.name))
+    assert "subgraph cluster_0 {" in picture.source and "label=layer1" in picture.source
+    assert picture.text.endswith("clusters:\n  layer1: w1\n  layer2: w2")
+
+
+def test_mime_bundle_has_svg_png_and_text():
+    *_, y = small()
+    bundle = draw_graph(y)._repr_mimebundle_()
+    assert set(bundle) == {"image/svg+xml", "image/png", "text/plain"}
+    assert bundle["image/svg+xml"].lstrip().startswith("<?xml")
+    assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
+    assert "0x" not in bundle["text/plain"]
+
+
+def test_save_writes_each_format(tmp_path):
+    *_, y = small()
+    picture = draw_graph(y)
+    assert picture.save(tmp_path / "g.svg").read_text().count("<svg") == 1
+    assert picture.save(tmp_path / "g.png").read_bytes().startswith(b"\x89PNG")
+    assert picture.save(tmp_path / "g.gv").read_text() == picture.source
+
+
+def test_without_dot_a_clear_message_and_no_traceback(tmp_path, monkeypatch, capsys):
+    from IPython.core.formatters import DisplayFormatter
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `dot` anywhere
+    *_, y = small()
+    for picture in (draw_graph(y), draw_backward(y), step_through(y)):
+        data, _ = DisplayFormatter().format(picture)
+        assert set(data) == {"text/plain"}
+        for command in ("apt-get install", "brew install", "conda install", "winget install"):
+            assert command in data["text/plain"]
+        assert data["text/plain"].startswith(picture.text)
+    assert draw_graph(y).source.startswith("digraph {")
+    written = draw_graph(y).save(tmp_path / "g.png")
+    assert written.suffix == ".gv" and written.read_text().startswith("digraph")
+    assert "Traceback" not in capsys.readouterr().err
+
+
+class WrongMul(Function):
+    """z = a * b, with a wrong gradient for b"""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return grad * b, grad * b  # should be grad * a
+
+
+class Unwritten(Function):
+    @staticmethod
+    def forward(ctx, a):
+        return a * 1.0
+
+
+def test_draw_gradcheck_lights_up_the_wrong_op():
+    x = ml.tensor([1.0, 2.0], dtype=ml.float64, requires_grad=True, name="x")
+    w = ml.tensor([[0.5], [-1.0]], dtype=ml.float64, requires_grad=True, name="w")
+    picture = draw_gradcheck(lambda x, w: (WrongMul.apply(x, w) + x).sum(dim=0).tanh(), [x, w])
+    ops = picture.text.split("ops:\n")[1].splitlines()
+    assert ops[0].startswith("  t1 = WrongMul(x, w)  -- bad input 1 entry (0, 0): backward ")
+    assert all(line.endswith("-- ok") for line in ops[1:])
+    assert "Sum(t2)  -- ok" in picture.text  # Sum's dim=0 was replayed
+    bad = re.search(r"op2 \[label=\"WrongMul.*?\]", picture.source, re.S).group()
+    assert 'fillcolor="#f1948a"' in bad and "numerical" in bad
+    assert x.grad is None and w.grad is None  # no backward pass touched the leaves
+    assert WrongMul.__dict__["forward"].__func__.__name__ == "forward"  # restored
+
+
+def test_draw_gradcheck_shows_an_unwritten_backward():
+    x = ml.tensor([1.0], dtype=ml.float64, requires_grad=True)
+    picture = draw_gradcheck(lambda x: Unwritten.apply(x).sum(), [x])
+    assert "-- error backward raised NotImplementedError" in picture.text
+    assert Unwritten.__dict__["forward"].__func__.__name__ == "forward"
+    assert (
+        "forward" not in ml.ops.reduce.Sum.__dict__
+        or ml.ops.reduce.Sum.forward.__name__ == "forward"
+    )

@@ -1,0 +1,76 @@
+"""step_through: every frame is in the HTML, frame k shows steps 1..k, and no kernel is needed."""
+
+from __future__ import annotations
+
+import base64
+import re
+
+import minilucid as ml
+from minilucid.autograd import backward
+from minilucid.viz import step_through
+
+
+def graph():
+    x = ml.tensor([1.0, 2.0], requires_grad=True, name="x")
+    w = ml.tensor([[0.5, -1.0]], requires_grad=True, name="w")
+    return x, w, (x * w + x).sum()
+
+
+def frames(html: str) -> list:
+    found = re.findall(
+        r'<details class="minilucid-frame"( open)?><summary>(.*?)</summary>'
+        r'<img src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"',
+        html,
+    )
+    return [
+        (bool(is_open), caption, base64.b64decode(svg).decode()) for is_open, caption, svg in found
+    ]
+
+
+def test_html_holds_every_frame_and_frame_k_shows_steps_1_to_k():
+    *_, y = graph()
+    trace = []
+    backward(y, retain_graph=True, trace=trace)
+    player = step_through(y)
+    shown = frames(player.html())
+    assert len(shown) == len(trace) + 1
+    assert [is_open for is_open, _, _ in shown] == [False] * len(trace) + [True]
+    assert shown[0][1] == "frame 0: before backward, no gradient yet"
+    for k, (_, caption, svg) in enumerate(shown):
+        assert caption.startswith(f"frame {k}")
+        numbers = sorted(int(n) for n in re.findall(r">step (\d+)<", svg))
+        assert numbers == list(range(1, k + 1)), caption
+
+
+def test_controls_are_plain_html_driven_by_an_inline_script():
+    *_, y = graph()
+    html = step_through(y).html()
+    assert '<div class="minilucid-controls" hidden="hidden">' in html  # shown by the script only
+    assert html.count("<button") == 2 and 'type="range"' in html
+    script = html[html.index("<script>") :]
+    assert "minilucid-frame" in script
+    for kernel_thing in ("Jupyter", "IPython", "require(", "comm", "kernel", "http"):
+        assert kernel_thing not in html  # nothing needs a kernel or the network
+
+
+def test_mime_bundle_text_lists_the_frames_and_png_is_the_last_frame():
+    *_, y = graph()
+    player = step_through(y)
+    bundle = player._repr_mimebundle_()
+    assert set(bundle) == {"text/html", "image/png", "text/plain"}
+    assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
+    assert bundle["text/plain"] == repr(player)
+    assert bundle["text/plain"].splitlines()[:3] == [
+        "step-through, frames 0..5 (frame k shows steps 1..k)",
+        "backward of t3: 5 steps in reverse topological order",
+        "  step 1  t3  grad 1. (seed)",
+    ]
+    assert "0x" not in bundle["text/plain"]
+
+
+def test_the_html_is_deterministic(tmp_path):
+    *_, y = graph()
+    first = step_through(y).html()
+    assert step_through(y).html() == first
+    page = step_through(y).save(tmp_path / "steps.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and first in page

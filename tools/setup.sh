@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Set up the course in a local virtual environment (.venv). Safe to run again and again: each
+# step is skipped when it is already done. Used by `make setup` (and so by `make lab`, `make test`).
+#
+#   1. create .venv with Python 3.10+ (PYTHON=python3.12 make setup picks another interpreter)
+#   2. install the package with its course and test extras into it (editable)
+#   3. check for Graphviz's `dot` (installed with apt when we are root on Debian/Ubuntu)
+#   4. trust the stored notebooks, so JupyterLab shows their pictures
+#
+# Nothing is installed outside .venv except Graphviz (as root) and Jupyter's notebook trust
+# database in your user folder; no kernel or extension is registered globally.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PYTHON="${PYTHON:-python3}"
+VENV=.venv
+STAMP="$VENV/.installed"
+say() { printf 'setup: %s\n' "$*"; }
+is_root() { [ "$(id -u 2>/dev/null || echo 1)" = 0 ]; }
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# --- 1. the virtual environment --------------------------------------------------------------
+if [ -x "$VENV/bin/python" ]; then
+    :
+else
+    if ! have "$PYTHON"; then
+        say "$PYTHON not found. Install Python 3.10 or newer (https://www.python.org/downloads/)"
+        say "or use conda: conda env create -f environment.yml"
+        exit 1
+    fi
+    if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+        say "$("$PYTHON" --version 2>&1) is too old; the course needs Python 3.10 or newer."
+        say "Run again with a newer one, e.g.  make setup PYTHON=python3.11"
+        exit 1
+    fi
+    say "creating $VENV with $("$PYTHON" --version 2>&1)"
+    if ! "$PYTHON" -m venv "$VENV"; then
+        rm -rf "$VENV"  # Debian leaves a venv without pip behind when python3-venv is missing
+        pyver="$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+        if is_root && have apt-get; then
+            say "installing python3-venv with apt-get"
+            apt-get update -qq
+            apt-get install -y -qq "python${pyver}-venv" || apt-get install -y -qq python3-venv
+            "$PYTHON" -m venv "$VENV" || { rm -rf "$VENV"; exit 1; }
+        else
+            say "Python's venv module is missing. On Debian/Ubuntu install it with:"
+            say "    sudo apt-get install python3-venv      (or python${pyver}-venv)"
+            say "then run this again."
+            exit 1
+        fi
+    fi
+fi
+PY="$VENV/bin/python"
+if ! "$PY" -m pip --version >/dev/null 2>&1; then
+    "$PY" -m ensurepip --upgrade >/dev/null 2>&1 || {
+        say "$VENV has no pip. Remove it (rm -rf $VENV) and run this again."
+        exit 1
+    }
+fi
+
+# --- 2. the package and the course's tools ----------------------------------------------------
+needs_install=0
+[ -f "$STAMP" ] || needs_install=1
+[ "$needs_install" = 1 ] || [ pyproject.toml -ot "$STAMP" ] || needs_install=1
+# still installed, and the package imported from this folder (not a moved or stale copy)?
+[ "$needs_install" = 1 ] || "$PY" - >/dev/null 2>&1 <<'PYCHECK' || needs_install=1
+import importlib.metadata as md, os, sys
+for dist in ("nbval", "nbgrader", "jupyterlab", "graphviz", "pytest-xdist", "ruff"):
+    md.version(dist)
+import minilucid
+sys.exit(not os.path.abspath(minilucid.__file__).startswith(os.getcwd() + os.sep))
+PYCHECK
+if [ "$needs_install" = 1 ]; then
+    say "installing minilucid with its course and test tools into $VENV"
+    "$PY" -m pip install --quiet --disable-pip-version-check -e '.[course,test]'
+    touch "$STAMP"
+fi
+
+# --- 3. Graphviz ------------------------------------------------------------------------------
+if ! have dot; then
+    if is_root && have apt-get; then
+        say "installing Graphviz with apt-get"
+        apt-get update -qq && apt-get install -y -qq graphviz || true
+    fi
+fi
+if ! have dot; then
+    say "Graphviz's 'dot' program is not installed; the graph pictures need it. Install it with:"
+    say "    Debian/Ubuntu:  sudo apt-get install graphviz"
+    say "    Fedora:         sudo dnf install graphviz"
+    say "    macOS:          brew install graphviz"
+    say "    conda:          conda install -c conda-forge graphviz"
+    say "    Windows:        winget install graphviz   (then reopen the terminal)"
+    say "Everything else works without it."
+fi
+
+# --- 4. trust the stored notebooks ------------------------------------------------------------
+shopt -s nullglob
+stored=(notebooks/*.ipynb solutions/*.ipynb)
+TRUSTED="$VENV/.trusted"
+if [ "${#stored[@]}" -gt 0 ]; then
+    if [ ! -f "$TRUSTED" ] || [ -n "$(find "${stored[@]}" -newer "$TRUSTED" | head -n 1)" ]; then
+        "$VENV/bin/jupyter" trust "${stored[@]}" >/dev/null
+        touch "$TRUSTED"
+    fi
+fi
+
+dot_version="$(dot -V 2>&1 | sed -n 's/.*version \([0-9.]*\).*/\1/p' || true)"
+say "ready: $("$PY" --version 2>&1) in $VENV; graphviz ${dot_version:-missing}; ${#stored[@]} notebooks trusted"
