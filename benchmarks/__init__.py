@@ -5,7 +5,8 @@ run. Every number is a median over interleaved repeats, and every engine runs in
 process on one thread, so that the ratios compare like with like.
 
 The thread limits below must be in place before NumPy (or PyTorch) is first imported: the BLAS
-libraries read them once, when they load.
+libraries read them once, when they load. When NumPy is already loaded (the package imported
+from a test, say), they could no longer take effect and are left alone.
 """
 
 import os
@@ -13,12 +14,8 @@ import sys
 
 THREADS = "1"
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+PINNED = "numpy" not in sys.modules  # True: the limits are set before any BLAS loaded
 
-if "numpy" in sys.modules:
-    print(
-        "benchmarks: NumPy was imported before the benchmarks package, so its BLAS may use "
-        "more than one thread; run `python -m benchmarks` in a fresh process.",
-        file=sys.stderr,
-    )
-for _name in THREAD_VARIABLES:
-    os.environ[_name] = THREADS
+if PINNED:
+    for _name in THREAD_VARIABLES:
+        os.environ[_name] = THREADS

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-from benchmarks import THREAD_VARIABLES
+from benchmarks import PINNED, THREAD_VARIABLES
 
 try:
     import torch
@@ -44,10 +44,11 @@ def blas() -> str:
 
 def describe() -> dict:
     threads = ", ".join(f"{v}={os.environ.get(v, 'unset')}" for v in THREAD_VARIABLES)
+    threads += " (set before NumPy loaded)" if PINNED else " (NumPy was loaded first: NOT pinned)"
     if torch is not None:
         threads += f"; torch.get_num_threads()={torch.get_num_threads()}"
     try:
-        load = "%.2f %.2f %.2f" % os.getloadavg()
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:
         load = "unknown"
     return {

@@ -37,9 +37,7 @@ def table(rows: list[Row], engines: list[str]) -> str:
     for row in rows:
         cells = [row.benchmark, row.unit]
         cells += [_number(row.values.get(e)) for e in engines]
-        cells += [
-            f"{row.ratios[e]:.2f}x" if row.ratios.get(e) is not None else "-" for e in others
-        ]
+        cells += [f"{row.ratios[e]:.2f}x" if row.ratios.get(e) is not None else "-" for e in others]
         cells.append(row.target or "-")
         cells.append("-" if row.met is None else ("yes" if row.met else "**no**"))
         lines.append("| " + " | ".join(cells) + " |")

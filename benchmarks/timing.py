@@ -91,9 +91,7 @@ class Result:
 
     def per_run(self, engine: str, phase: str | None = None) -> list[float]:
         """Seconds per run in each round, for one phase or (phase None) all phases together."""
-        return [
-            sum(r.values()) if phase is None else r[phase] for r in self.rounds[engine]
-        ]
+        return [sum(r.values()) if phase is None else r[phase] for r in self.rounds[engine]]
 
     def median(self, engine: str, phase: str | None = None) -> float:
         return statistics.median(self.per_run(engine, phase))
@@ -113,14 +111,10 @@ class Result:
 
     def phase_ratio(self, engine: str, top: str, bottom: str) -> float:
         """Median over rounds of one phase over another for one engine (e.g. backward/forward)."""
-        return statistics.median(
-            r[top] / r[bottom] for r in self.rounds[engine]
-        )
+        return statistics.median(r[top] / r[bottom] for r in self.rounds[engine])
 
 
-def interleave(
-    cases: dict[str, Case], repeats: int, block_seconds: float, log=None
-) -> Result:
+def interleave(cases: dict[str, Case], repeats: int, block_seconds: float, log=None) -> Result:
     """Time every case `repeats` times, alternating their order from round to round."""
     numbers = {}
     for name, case in cases.items():

@@ -5,6 +5,7 @@ Each public name below is built, and explained, in one chapter of the course.
 
 from minilucid.tensor import Tensor, float32, float64, int64  # isort: split
 
+from minilucid import nn
 from minilucid.autograd import grad
 from minilucid.creation import (
     arange,
@@ -39,6 +40,7 @@ __all__ = [
     "int64",
     "is_grad_enabled",
     "log",
+    "nn",
     "manual_seed",
     "no_grad",
     "ones",

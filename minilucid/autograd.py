@@ -5,8 +5,8 @@ tensors it was computed from. `backward` walks that list in reverse, seeds the o
 gradient 1, asks each op for its local derivative times the gradient arriving from above, and
 sums what arrives at a tensor that feeds several others (the multivariate chain rule).
 
-Tensors are the keys of the dicts below: a tensor hashes by identity (see `Tensor.__hash__`),
-so two tensors are the same key only when they are the same object.
+Tensors themselves are the keys of `visited` and `grads`: a tensor hashes by identity (see
+`Tensor.__hash__`), so two tensors are the same key only when they are the same object.
 """
 
 import numpy as np
@@ -23,19 +23,20 @@ def topological_order(root: Tensor) -> list:
     """Tensors of root's graph, parents before children; iterative post-order depth-first search."""
     order = []
     visited = {}  # tensor -> True; a dict keeps the walk deterministic and needs no recursion
-    # Two stacks kept in step, rather than one of (node, expanded) pairs: a million-deep chain
-    # would otherwise hold a million pairs, and Python's cyclic collector rescans them all.
-    stack, expanded = [root], [False]
+    # The stack holds (tensor, expanded) pairs as two lists side by side: a tuple per pair would
+    # keep a million objects alive on a million-deep chain, and Python's cyclic collector would
+    # rescan them again and again (nearly a third of backward's time there).
+    stack, flags = [root], [False]
     while stack:
-        node, done = stack.pop(), expanded.pop()
-        if done:  # all of node's parents are already in `order`
+        node, expanded = stack.pop(), flags.pop()
+        if expanded:  # all of node's parents are already in `order`
             order.append(node)
             continue
         if node in visited:
             continue
         visited[node] = True
         stack.append(node)
-        expanded.append(True)
+        flags.append(True)
         ctx = node._ctx
         if ctx is None:
             continue
@@ -49,7 +50,7 @@ def topological_order(root: Tensor) -> list:
         for parent in reversed(parents):
             if isinstance(parent, Tensor) and parent.requires_grad and parent not in visited:
                 stack.append(parent)
-                expanded.append(False)
+                flags.append(False)
     return order
 
 

@@ -13,13 +13,13 @@ int64 = np.dtype("int64")
 
 
 def _as_array(data, dtype, where: str) -> np.ndarray:
-    """Python data becomes float32 (ints stay int64), NumPy arrays keep their dtype."""
+    """Python data becomes float32 (ints stay int64), NumPy arrays and scalars keep their dtype."""
     if isinstance(data, Tensor):
         data = data.data
     if dtype is not None:
         dtype = np.dtype(dtype)
-    if isinstance(data, np.ndarray):
-        array = data
+    if isinstance(data, np.ndarray | np.generic):
+        array = np.asarray(data)
     else:
         try:
             array = np.array(data)

@@ -200,7 +200,7 @@ def tiny_solution_notebook(path):
 
 try:
     from hypothesis import settings
-except ImportError:  # the op tests that need it skip themselves
+except ImportError:  # a test dependency; only test_broadcasting.py needs it
     pass
 else:
     settings.register_profile(

@@ -207,8 +207,10 @@ def _wait_for(url: str, server, log: Path, timeout: float = 30) -> None:
 
 
 def open_notebook(browser, url: str, path: str):
+    """A new page showing only this notebook (each page has a workspace of its own)."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(f"{url}/lab/tree/{path}?token={TOKEN}")
+    workspace = Path(path).stem.replace("_", "-")
+    page.goto(f"{url}/lab/workspaces/{workspace}/tree/{path}?reset&token={TOKEN}")
     page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=20000)
     return page
 
@@ -217,8 +219,17 @@ def test_jupyterlab_shows_the_stored_backward_picture_of_chapter_03(browser, lab
     url, clone = lab
     if not (clone / CHAPTER).exists():
         pytest.skip(f"{CHAPTER} is not committed yet, so a fresh clone does not have it")
+    nb = nbformat.read(clone / CHAPTER, as_version=4)
+    calls = [
+        i
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "code"
+        and "draw_backward(" in cell.source
+        and "def draw_backward" not in cell.source
+    ]
+    assert calls, f"{CHAPTER} has no cell that calls draw_backward"
     page = open_notebook(browser, url, CHAPTER)
-    cell = page.locator(".jp-CodeCell").filter(has_text="draw_backward(").first
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(calls[0])
     image = cell.locator(".jp-OutputArea-output img").first
     image.wait_for(state="visible", timeout=15000)
     assert image.get_attribute("src").startswith("data:image/png;base64,")

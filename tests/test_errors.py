@@ -224,6 +224,13 @@ BAD = [
     ),
     ("cat nothing", lambda: ml.cat([]), ValueError, r"^cat: needs at least one tensor"),
     (
+        "cat 0-d",
+        lambda: ml.cat([ml.tensor(1.0), ml.tensor(2.0)]),
+        ValueError,
+        r"^cat: 0-d tensors have no dimension to join along; use stack",
+    ),
+    ("stack nothing", lambda: ml.stack([]), ValueError, r"^stack: needs at least one tensor"),
+    (
         "stack shapes",
         lambda: ml.stack([x23(), ml.randn(3, 2)]),
         ValueError,

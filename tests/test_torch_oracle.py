@@ -34,6 +34,7 @@ TORCH_SPELLING = {  # name: fn(torch, F, *xs) where torch differs from minilucid
     "rmul array": lambda m, F, x: _t(C) * x,
     "rtruediv array": lambda m, F, x: _t(C) / x,
     "rpow array": lambda m, F, x: _t(C_POS) ** x,
+    "pow array exponent": lambda m, F, x: x ** _t(C),
     "rmatmul array": lambda m, F, x: _t(C_MAT) @ x,
     "rsub array broadcast": lambda m, F, x: _t(C) - x,
 }

@@ -281,3 +281,23 @@ def test_draw_gradcheck_shows_an_unwritten_backward():
         "forward" not in ml.ops.reduce.Sum.__dict__
         or ml.ops.reduce.Sum.forward.__name__ == "forward"
     )
+
+
+def test_inputs_without_grad_get_no_gradient_edge_and_gradient_is_passed_on():
+    c = ml.tensor([1.0, 1.0], name="c")  # a constant tensor: no grad
+    x = ml.tensor([2.0, 3.0], requires_grad=True, name="x")
+    y = x * c + x
+    picture = draw_backward(y, np.array([1.0, 0.5], dtype=np.float32))
+    assert "Mul sends c" not in picture.text and "Mul sends x [1. , 0.5]" in picture.text
+    assert "step 1  t2  grad [1. , 0.5] (seed)" in picture.text
+    c_node = re.search(r"(n\d+) \[label=<<b>c</b>", picture.source).group(1)
+    assert not re.search(rf"{c_node} -> op\d \[label", picture.source)  # no gradient edge
+    assert (
+        draw_graph(c).text
+        == "graph of c: 1 tensors, 0 ops\ntensors:\n  c  (2,) float32  output, leaf  [1., 1.]"
+    )
+
+
+def test_draw_graph_needs_a_tensor():
+    with pytest.raises(TypeError, match="viz: expected a Tensor"):
+        draw_graph([1.0, 2.0])

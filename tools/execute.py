@@ -3,7 +3,8 @@
     python tools/execute.py notebooks/*.ipynb solutions/*.ipynb
 
 Each notebook runs in a fresh python3 kernel of this environment, from its own folder, as nbval
-runs it. No per-cell timings are stored (old ones are removed), so re-running an unchanged
+runs it. No per-cell timings are stored (old ones are removed), and each cell's prints are
+merged into one stream output per stream (as nbval compares them), so re-running an unchanged
 notebook changes nothing but what its cells print. Stops at the first cell that raises, unless
 the cell is tagged raises-exception.
 """
@@ -17,7 +18,11 @@ from pathlib import Path
 
 import nbformat
 import zmq
-from nbconvert.preprocessors import CellExecutionError, ExecutePreprocessor
+from nbconvert.preprocessors import (
+    CellExecutionError,
+    CoalesceStreamsPreprocessor,
+    ExecutePreprocessor,
+)
 from traitlets.config import Config
 
 TIMING_KEYS = ("execution", "ExecuteTime")
@@ -34,6 +39,8 @@ def execute(path: Path | str, timeout: int = 600) -> None:
         config=config, timeout=timeout, kernel_name="python3", record_timing=False
     )
     executor.preprocess(nb, {"metadata": {"path": str(path.parent)}})
+    # consecutive prints become one output, however the kernel happened to flush them
+    CoalesceStreamsPreprocessor().preprocess(nb, {})
     for cell in nb.cells:
         for key in TIMING_KEYS:
             cell.metadata.pop(key, None)

@@ -453,7 +453,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--package", default=PACKAGE, help="package to read (default minilucid)")
     parser.add_argument("-v", "--verbose", action="store_true", help="show a diff per cell")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(ROOT))
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
 
     if args.write:
         changed, broken = write(args.notebooks)

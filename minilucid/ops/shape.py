@@ -162,6 +162,8 @@ def _same_shapes_but(arrays, dim: int, op: str) -> None:
     if not arrays:
         raise ValueError(f"{op}: needs at least one tensor")
     first = arrays[0]
+    if first.ndim == 0:
+        raise ValueError(f"{op}: 0-d tensors have no dimension to join along; use stack")
     if not -first.ndim <= dim < first.ndim:
         raise ValueError(f"{op}: dim {dim} is out of range for tensors of shape {first.shape}")
     axis = dim % first.ndim
@@ -197,13 +199,14 @@ def _shape_args(shape: tuple) -> tuple:
 
 
 def _axis(dim: int, ndim: int, op: str) -> int:
-    if not -ndim <= dim < max(ndim, 1):
-        low, high = -max(ndim, 1), max(ndim, 1) - 1
+    size = max(ndim, 1)  # as in torch, a 0-d tensor accepts dim 0 and -1
+    if not -size <= dim < size:
+        low, high = -size, size - 1
         raise IndexError(
             f"{op}: dim {dim} is out of range for a tensor with {ndim} dimensions "
             f"(use {low} to {high})"
         )
-    return dim % max(ndim, 1)
+    return dim % size
 
 
 def _flat_shape(shape: tuple, start: int, end: int) -> tuple:
@@ -222,7 +225,9 @@ def _squeezed_shape(shape: tuple, dim) -> tuple:
     if dim is None:
         return tuple(s for s in shape if s != 1)
     dim = _axis(dim, len(shape), "squeeze")
-    return shape if shape[dim] != 1 else (*shape[:dim], *shape[dim + 1 :])
+    if not shape or shape[dim] != 1:  # a 0-d tensor, or a dimension that is not 1: unchanged
+        return shape
+    return (*shape[:dim], *shape[dim + 1 :])
 
 
 def _swapped_dims(ndim: int, dim0: int, dim1: int) -> tuple:

@@ -44,7 +44,9 @@ def _roles(t: Tensor, root: Tensor) -> list:
 
 def _constant(x) -> str:
     """A plain number or array an op consumed."""
-    return _one_line(_values(x, limit=4)) if np.ndim(x) else repr(x)
+    if np.ndim(x):
+        return _one_line(_values(x, limit=4))
+    return repr(x.item() if isinstance(x, np.ndarray | np.generic) else x)
 
 
 def _summed(before, after) -> str:
