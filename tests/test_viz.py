@@ -301,3 +301,15 @@ def test_inputs_without_grad_get_no_gradient_edge_and_gradient_is_passed_on():
 def test_draw_graph_needs_a_tensor():
     with pytest.raises(TypeError, match="viz: expected a Tensor"):
         draw_graph([1.0, 2.0])
+
+
+def test_a_hook_that_changes_the_gradient_is_shown_not_hidden_in_the_sum():
+    w = ml.tensor([1.0, 2.0], requires_grad=True, name="w")
+    h = w * 10.0
+    h.name = "h"
+    h.register_hook(lambda g: g / np.linalg.norm(g))
+    picture = draw_backward((h * h).sum())
+    line = next(line for line in picture.text.splitlines() if "step 3" in line)
+    assert "made by its hooks from [20., 40.]" in line
+    assert "grad [0.4472, 0.8944]" in line
+    assert "after hooks [0.4472, 0.8944]" in picture.source

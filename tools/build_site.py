@@ -2,8 +2,9 @@
 
     python tools/build_site.py [--out site]
 
-Uses nbconvert's HTML exporter; needs no network to build. Links between chapters point to
-the HTML pages. Formulas are typeset by MathJax when the page is opened online.
+Uses nbconvert's HTML exporter; needs no network, to build or to read: MathJax is copied into
+site/mathjax from the jupyter-server-mathjax package. Links between chapters point to the HTML
+pages.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import html
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -64,6 +66,9 @@ def build(notebooks_dir: Path = NOTEBOOKS, out: Path = SITE) -> list[Path]:
         old.unlink()
     exporter = HTMLExporter(template_name="lab")
     exporter.embed_images = True  # markdown images go into the page
+    exporter.mathjax_url = _local_mathjax(out)
+    exporter.require_js_url = "data:text/javascript,"  # no widgets here: nothing to load
+
     items, written = [], []
     for path in paths:
         nb = nbformat.read(str(path), as_version=4)
@@ -81,6 +86,16 @@ def build(notebooks_dir: Path = NOTEBOOKS, out: Path = SITE) -> list[Path]:
         INDEX.format(title="minilucid: the course", items="\n".join(items)), encoding="utf-8"
     )
     return [index, *written]
+
+
+def _local_mathjax(out: Path) -> str:
+    """Copy MathJax next to the pages, so formulas typeset offline; return its URL."""
+    import jupyter_server_mathjax
+
+    static = Path(jupyter_server_mathjax.__file__).parent / "static"
+    if not (out / "mathjax" / "MathJax.js").exists():
+        shutil.copytree(static, out / "mathjax", dirs_exist_ok=True)
+    return "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -103,6 +103,9 @@ def _grad_lines(graph, t: Tensor, sweep, upto) -> list:
             lines.append(escape(f"+ {len(parts) - SHOWN} more contributions"))
     if step is not None and step <= upto:
         word = "sum " if len(parts) > 1 else "grad "
+        if t._hooks is not None:  # the hooks turned what arrived into the gradient passed on
+            lines.append(escape(word + _summary(sum(g for _, _, g, _ in parts))))
+            word = "after hooks "
         lines.append(f"<b>{escape(word + _summary(sweep.arrived[id(t)]))}</b>")
     return [red.format(line) for line in lines]
 

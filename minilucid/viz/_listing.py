@@ -89,9 +89,12 @@ def _sources(graph, sweep, t: Tensor) -> str:
     parts = sweep.received.get(id(t), [])
     if t is graph.root:
         return " (seed)"
+    hooked = ""
+    if t._hooks is not None and parts:  # the hooks changed the sum into the gradient shown
+        hooked = f", made by its hooks from {_summary(sum(g for _, _, g, _ in parts))}"
     if len(parts) < 2:
-        return ""
+        return hooked
     terms = [f"{_summary(g)} (from {_name(graph, c)})" for _, c, g, _ in parts[:SHOWN]]
     if len(parts) > SHOWN:
         terms.append(f"{len(parts) - SHOWN} more")
-    return " = " + " + ".join(terms)
+    return hooked + " = " + " + ".join(terms)
