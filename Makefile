@@ -44,8 +44,10 @@ help:
 setup:
 	@bash tools/setup.sh
 
+# The repository is Jupyter's root (chapters, exercises and solutions side by side); the browser
+# opens on chapter 00.
 lab: setup
-	$(BIN)/jupyter lab $(WELCOME) $(ALLOW_ROOT) $(LAB_ARGS)
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(WELCOME) $(ALLOW_ROOT) $(LAB_ARGS)
 
 # One pytest run over two workers. --dist loadfile keeps each file on one worker: nbval makes
 # one test per cell and the cells of a notebook share its kernel, in order.

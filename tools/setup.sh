@@ -93,7 +93,15 @@ if ! have dot; then
     say "Everything else works without it."
 fi
 
-# --- 4. trust the stored notebooks ------------------------------------------------------------
+# --- 4. JupyterLab settings for the course: no news pop-up over the chapters -------------------
+settings="$VENV/share/jupyter/lab/settings"
+if [ ! -f "$settings/overrides.json" ]; then
+    mkdir -p "$settings"
+    printf '{\n  "@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}\n}\n' \
+        > "$settings/overrides.json"
+fi
+
+# --- 5. trust the stored notebooks ------------------------------------------------------------
 shopt -s nullglob
 stored=(notebooks/*.ipynb solutions/*.ipynb)
 TRUSTED="$VENV/.trusted"
