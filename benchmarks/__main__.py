@@ -47,8 +47,8 @@ NOTES = """\
   pools are set to 1). Rounds alternate the order of the engines (A B C, C B A, ...); each
   round times a block of about {block} s per engine, after a warm-up. Figures are medians over
   {repeats} rounds; a ratio is the median of the per-round ratios, so a neighbour's load on the
-  machine falls on both sides of it. `gc` stays on, as it is in real use; it is collected before
-  each block.
+  machine falls on both sides of it. Times are {clock} time (see "clock" above). `gc` stays on,
+  as it is in real use; it is collected before each block.
 - Before any timing, each engine's loss and gradients are checked against the hand-written
   NumPy ones (and those against central differences in float64); a mismatch stops the run.
 - MLP step = forward + backward + SGD update (`p -= lr * grad`), float32, softmax
@@ -56,12 +56,15 @@ NOTES = """\
 - Tiny ops: 100 ops (25 x mul, add, tanh, exp) on one-element tensors; time per op of forward
   plus backward.
 - Deep chain: n sequential ops (`y = tanh(y * w)`, n/2 times) on one-element tensors, one fresh
-  process per size and engine. Peak memory per node is measured with `tracemalloc` (everything
-  Python and NumPy allocate; PyTorch's allocator is invisible to it, hence "-"), and also as the
-  growth of the resident set, which every engine shows. "Still held after backward" is what
-  remains allocated once backward has returned, the output tensor still referenced: the graph
-  should be gone. (About 0.2 MB remains whatever the depth: Python's bounded free lists of
-  tuples, which tracemalloc counts as allocated.)
+  process per size and engine (PyTorch is imported only in its own: its modules would make
+  Python's cyclic collector slower for the others). Backward includes dropping the graph
+  afterwards, for every engine; the collector's share is measured with `gc.callbacks`. Peak
+  memory per node is measured with `tracemalloc` (everything Python and NumPy allocate;
+  PyTorch's allocator is invisible to it, hence "-"), and also as the growth of the resident
+  set, which every engine shows. "Still held after backward" is what remains allocated once
+  backward has returned, the output tensor still referenced: the graph should be gone. (About
+  0.2 MB remains whatever the depth: Python's bounded free lists of tuples, which tracemalloc
+  counts as allocated.)
 - Matmul chain: `sum(X @ W1 @ W2 @ W3 @ W4)`, square float32 matrices, forward and backward.
 - The hand-written NumPy versions are written as a careful person writes them: the same
   ufunc and BLAS calls an engine needs, in-place where it is natural, no copies.
@@ -206,14 +209,12 @@ def run_deep(settings: dict, engines: list[str]) -> tuple[list[Row], list[Row]]:
                 met=held_kb["minilucid"] < 1000,
             )
         )
-        for phase in ("forward_us", "backward_us"):
-            details.append(
-                Row(
-                    f"{label}: {phase[:-3]}",
-                    "us / node",
-                    {e: med(e, phase) for e in engines},
-                )
-            )
+        for key, what in (
+            ("forward_us", "forward"),
+            ("backward_us", "backward (and dropping the graph)"),
+            ("collector_us", "of forward + backward: in Python's cyclic collector"),
+        ):
+            details.append(Row(f"{label}: {what}", "us / node", {e: med(e, key) for e in engines}))
         details.append(
             Row(
                 f"{label}: graph after forward (tracemalloc)",
@@ -329,7 +330,9 @@ def main(argv=None) -> int:
     print()
     print(report.machine_list(info))
     if out is not None:
-        notes = NOTES.format(block=settings["block"], repeats=settings["repeats"])
+        notes = NOTES.format(
+            block=settings["block"], repeats=settings["repeats"], clock=settings["clock"]
+        )
         out.write_text(report.document(info, summary_table, details_table, notes), "utf-8")
         print(f"\nwritten to {out}")
     return 0

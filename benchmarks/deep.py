@@ -12,6 +12,7 @@ blind to PyTorch's own allocator), in a second run since tracing slows the run d
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import resource
@@ -123,23 +124,58 @@ def _rss() -> int:
         return 0
 
 
+def _reset_peak_rss() -> None:
+    """Make the peak resident set start from now (Linux 4.0+); the peak inherited from the
+    process that started this one would otherwise count."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
 def _peak_rss() -> int:
+    """The peak resident set size in bytes (since `_reset_peak_rss`, on Linux)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss is bytes on macOS, else KiB
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+
+
+class _CollectorTime:
+    """Time spent in Python's cyclic garbage collector, read from `gc.callbacks`."""
+
+    def __init__(self, clock):
+        self.clock, self.spent, self.started = clock, 0.0, 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self.started = self.clock()
+        else:
+            self.spent += self.clock() - self.started
 
 
 def measure(engine: str, n: int, trace: bool, clock_name: str = "wall") -> dict:
     """Run one forward and one backward of the chain; what it cost, per node."""
     clock = CLOCKS[clock_name]
+    collector = _CollectorTime(clock)
     # Warm up the code paths, and fill Python's bounded free lists (of tuples, say), which
     # would otherwise count as memory still held after backward.
     warm_forward, warm_backward = CHAINS[engine](10_000)
     warm_backward(warm_forward())
     forward, backward = CHAINS[engine](n)
+    gc.collect()  # as before every timed block: no full collection is already due at the start
     if trace:
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
+    _reset_peak_rss()
     rss_before = _rss()
+    gc.callbacks.append(collector)
     t0 = clock()
     out = forward()
     t1 = clock()
@@ -151,11 +187,13 @@ def measure(engine: str, n: int, trace: bool, clock_name: str = "wall") -> dict:
     traced_after = tracemalloc.get_traced_memory()[0] if trace else 0
     del out, grads  # dropping the graph is part of the cost, for every engine
     t2 = clock()
+    gc.callbacks.remove(collector)
     result = {
         "engine": engine,
         "n": n,
         "forward_us": (t1 - t0) / n * 1e6,
         "backward_us": (t2 - t1) / n * 1e6,
+        "collector_us": collector.spent / n * 1e6,
         "rss_graph_b": (rss_graph - rss_before) / n,
         "rss_after_b": (rss_after - rss_before) / n,
         "rss_peak_b": (_peak_rss() - rss_before) / n,

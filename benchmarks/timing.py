@@ -29,19 +29,6 @@ def use_clock(name: str) -> None:
     clock = CLOCKS[name]
 
 
-def simple(fn: Callable[[], object], phase: str = "total") -> Case:
-    """A case that times `fn()` as a single phase."""
-
-    def run(number: int) -> dict:
-        now = clock
-        start = now()
-        for _ in range(number):
-            fn()
-        return {phase: now() - start}
-
-    return run
-
-
 def phased(forward: Callable, backward: Callable, update: Callable | None = None) -> Case:
     """A case that times `out = forward()`, `grads = backward(out)` and `update(grads)` apart."""
 
@@ -95,14 +82,6 @@ class Result:
 
     def median(self, engine: str, phase: str | None = None) -> float:
         return statistics.median(self.per_run(engine, phase))
-
-    def spread(self, engine: str, phase: str | None = None) -> float:
-        """Half the distance between the quartiles, relative to the median (0.02 = +-2 %)."""
-        values = self.per_run(engine, phase)
-        if len(values) < 4:
-            return (max(values) - min(values)) / 2 / statistics.median(values)
-        q1, _, q3 = statistics.quantiles(values, n=4)
-        return (q3 - q1) / 2 / statistics.median(values)
 
     def ratio(self, engine: str, reference: str, phase: str | None = None) -> float:
         """Median over rounds of engine time / reference time in the same round."""

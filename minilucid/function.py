@@ -8,7 +8,7 @@ inputs as the parents of the new tensor.
 import numpy as np
 
 from minilucid.grad_mode import GRAD_MODE
-from minilucid.tensor import Tensor
+from minilucid.tensor import Tensor, _as_array
 
 ndarray = np.ndarray
 
@@ -20,7 +20,10 @@ class Function:
     to its `parents` and holds what `forward` saved for `backward`.
     """
 
-    __slots__ = ("parents", "saved_tensors")
+    __slots__ = ("parents", "saved_tensors", "options")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
 
     @staticmethod
     def forward(ctx, *arrays, **options):
@@ -46,6 +49,8 @@ class Function:
             if isinstance(x, Tensor):
                 arrays.append(x.data)
                 requires_grad = requires_grad or x.requires_grad
+            elif type(x) is list:  # Python data follows Tensor's rule: floats become float32
+                arrays.append(_as_array(x, None, cls.__name__.lower()))
             else:
                 arrays.append(x)
         try:
@@ -62,6 +67,8 @@ class Function:
         out._retains_grad = False
         if requires_grad and GRAD_MODE.enabled:
             ctx.parents = inputs
+            if options:  # keyword options (dim=, shape=, ...) stay readable, e.g. for pictures
+                ctx.options = options
             out._ctx = ctx
             out.requires_grad = True
         else:
@@ -73,7 +80,7 @@ class Function:
 def _explain(cls, arrays, error: ValueError) -> ValueError:
     """Turn NumPy's broadcasting complaint into one that names the op and the shapes."""
     name = cls.__name__.lower()
-    if str(error).startswith(name + ":"):  # the op explained itself
+    if str(error).partition(":")[0].replace("_", "") == name:  # the op explained itself
         return error
     shapes = [np.shape(a) for a in arrays if isinstance(a, ndarray | list | tuple)]
     if len(shapes) > 1:

@@ -428,11 +428,6 @@ def test_there_are_at_least_fifteen_bad_inputs():
     assert len({b[0] for b in BAD}) == len(BAD)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Function.apply's _explain rewrites a ValueError whose prefix is not the class name "
-    "lowercased (CrossEntropy -> 'crossentropy'); reported to the lead",
-)
 def test_op_error_with_a_snake_case_name_reaches_the_caller_unchanged():
     with pytest.raises(ValueError) as info:
         CrossEntropy.apply(x23(), np.array([0, 3]))

@@ -25,7 +25,8 @@ class MatMul(Function):
                 f"{inner_b} differ"
             )
         try:
-            np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+            if a.ndim > 2 or b.ndim > 2:  # batches of matrices: their batch shapes broadcast
+                np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
         except ValueError:
             raise ValueError(
                 f"matmul: {a.shape} @ {b.shape} - batch dimensions {a.shape[:-2]} and "

@@ -22,10 +22,8 @@ def _checked_ops(fn, inputs, eps, atol, rtol) -> tuple:
         raise ValueError(
             "draw_gradcheck: fn(*inputs) made no graph; give inputs requires_grad=True"
         )
-    options = _recorded_options(fn, inputs, _op_classes(out))
-    out = options.pop("out")
     return out, {
-        id(t): _check_op(t._ctx, options.get(id(t._ctx), {}), eps, atol, rtol)
+        id(t): _check_op(t._ctx, getattr(t._ctx, "options", {}), eps, atol, rtol)
         for t in _tensors(out)
         if t._ctx is not None
     }
@@ -40,38 +38,6 @@ def _tensors(root: Tensor) -> list:
                 found[id(p)] = p
                 stack.append(p)
     return list(found.values())
-
-
-def _op_classes(root: Tensor) -> list:
-    return list({type(t._ctx): True for t in _tensors(root) if t._ctx is not None})
-
-
-def _recorded_options(fn, inputs, classes) -> dict:
-    """Run fn again with each op's forward wrapped, to learn the keyword options it was given.
-
-    {id(ctx): options, "out": the new output}; the ops are restored afterwards.
-    """
-    seen, saved = {}, {}
-    for cls in classes:
-        saved[cls] = cls.__dict__.get("forward")
-        cls.forward = staticmethod(_recording(cls.forward, seen))
-    try:
-        seen["out"] = fn(*inputs)
-    finally:
-        for cls, original in saved.items():
-            if original is None:
-                delattr(cls, "forward")
-            else:
-                cls.forward = original
-    return seen
-
-
-def _recording(forward, seen: dict):
-    def wrapped(ctx, *arrays, **options):
-        seen[id(ctx)] = options
-        return forward(ctx, *arrays, **options)
-
-    return wrapped
 
 
 def _check_op(ctx, options: dict, eps: float, atol: float, rtol: float) -> _Check:
