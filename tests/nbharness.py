@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import linecache
 import os
+import textwrap
 import warnings
 from pathlib import Path
 
@@ -25,6 +26,7 @@ matplotlib.use("Agg")  # before pyplot is imported anywhere: no windows, no inli
 
 import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
+import pytest  # noqa: E402
 
 
 def _nbgrader(cell) -> dict:
@@ -124,3 +126,44 @@ def run_check(
             code = compile(source, filename, "exec")
             exec(code, namespace)
     return namespace
+
+
+# --- building and judging answers, for the mutation tests ----------------------------------
+
+
+def with_answer(nb_path: Path | str, answer_id: str, body: str) -> str:
+    """The answer cell with the text between its solution markers replaced by `body`."""
+    source = answer_source(nb_path, answer_id)
+    begin, end = source.index("### BEGIN SOLUTION"), source.index("### END SOLUTION")
+    indent = source[:begin].rsplit("\n", 1)[1]
+    body = textwrap.dedent(body).strip("\n")
+    lines = [indent + line if line else line for line in body.splitlines()]
+    return source[:begin] + "\n".join(lines).lstrip() + "\n" + indent + source[end:]
+
+
+def rejected(nb_path, check_id: str, answer_id: str, source: str, *words: str) -> str:
+    """Assert the check rejects `source` with an AssertionError mentioning each of `words`."""
+    with pytest.raises(AssertionError) as info:
+        run_check(nb_path, check_id, replace={answer_id: source})
+    message = str(info.value)
+    for word in words:
+        assert word in message, f"the message should mention {word!r}: {message}"
+    return message
+
+
+def unanswered(nb_path, check_id: str, answer_id: str) -> None:
+    """The stub an exercise notebook holds fails in the check with NotImplementedError."""
+    stub = with_answer(nb_path, answer_id, "raise NotImplementedError()")
+    with pytest.raises(NotImplementedError):
+        run_check(nb_path, check_id, replace={answer_id: stub})
+
+
+def edited(nb_path, answer_id: str, edits) -> str:
+    """The answer cell with each (old, new) edit applied (or `edits` itself, a whole text)."""
+    if isinstance(edits, str):
+        return edits
+    source = answer_source(nb_path, answer_id)
+    for old, new in [edits] if isinstance(edits, tuple) else edits:
+        assert old in source, f"the solution of {answer_id} changed; update this mutant"
+        source = source.replace(old, new)
+    return source

@@ -5,36 +5,20 @@ Also a few focused tests of the package code of chapters 00 and 01: the environm
 and without `dot`, and the creation functions' shapes and dtypes.
 """
 
-import textwrap
+import functools
 from pathlib import Path
 
 import numpy as np
 import pytest
-from nbharness import answer_source, run_check
+from nbharness import rejected, run_check, with_answer
 
 import minilucid as ml
 from minilucid import environment
 
 NB = Path(__file__).resolve().parents[1] / "solutions" / "01_tensor_as_a_node.ipynb"
 
-
-def _rejected(check_id: str, answer_id: str, source: str, *words: str) -> str:
-    with pytest.raises(AssertionError) as info:
-        run_check(NB, check_id, replace={answer_id: source})
-    message = str(info.value)
-    for word in words:
-        assert word in message, f"the message should mention {word!r}: {message}"
-    return message
-
-
-def _solved(answer_id: str, body: str) -> str:
-    """The answer cell with the text between the solution markers replaced by `body`."""
-    source = answer_source(NB, answer_id)
-    begin, end = source.index("### BEGIN SOLUTION"), source.index("### END SOLUTION")
-    indent = source[:begin].rsplit("\n", 1)[1]
-    body = textwrap.dedent(body).strip("\n")
-    lines = [indent + line if line else line for line in body.splitlines()]
-    return source[:begin] + "\n".join(lines).lstrip() + "\n" + indent + source[end:]
+_rejected = functools.partial(rejected, NB)
+_solved = functools.partial(with_answer, NB)
 
 
 # --------------------------------------------------------------------------------------------

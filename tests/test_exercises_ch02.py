@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from nbharness import answer_source, run_check
+from nbharness import edited, run_check, with_answer
 
 from minilucid import Tensor
 from minilucid._checks import ch02
@@ -83,13 +83,7 @@ MUTANTS = {
 
 
 def _mutant(exercise: str, edits) -> str:
-    """The solution with each (old, new) edit applied; `edits` may be a single pair."""
-    answer_id, _ = EXERCISES[exercise]
-    source = answer_source(NB, answer_id)
-    for old, new in [edits] if isinstance(edits, tuple) else edits:
-        assert old in source, f"the solution of {answer_id} changed; update this mutant"
-        source = source.replace(old, new)
-    return source
+    return edited(NB, EXERCISES[exercise][0], edits)
 
 
 def _run(exercise: str, answer: str | None = None):
@@ -119,12 +113,7 @@ def test_a_wrong_answer_is_rejected(exercise, label):
 
 @pytest.mark.parametrize("exercise", list(EXERCISES))
 def test_the_stub_raises_not_implemented(exercise):
-    answer_id, _ = EXERCISES[exercise]
-    source = answer_source(NB, answer_id)
-    start = source.index("### BEGIN SOLUTION")
-    end = source.index("### END SOLUTION") + len("### END SOLUTION")
-    indent = source[:start].split("\n")[-1]
-    stub = source[:start] + "raise NotImplementedError()\n" + indent + source[end:].lstrip("\n")
+    stub = with_answer(NB, EXERCISES[exercise][0], "raise NotImplementedError()")
     with pytest.raises(NotImplementedError):
         _run(exercise, stub)
 

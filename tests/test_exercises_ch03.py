@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from nbharness import answer_source, run_check
+from nbharness import edited, run_check, with_answer
 
 from minilucid import Tensor
 from minilucid._checks import ch03
@@ -144,15 +144,7 @@ MUTANTS = {
 
 
 def _mutant(exercise: str, edits) -> str:
-    """The solution with each (old, new) edit applied, or a whole replacement text."""
-    answer_id, _ = EXERCISES[exercise]
-    if isinstance(edits, str):
-        return edits
-    source = answer_source(NB, answer_id)
-    for old, new in edits:
-        assert old in source, f"the solution of {answer_id} changed; update this mutant"
-        source = source.replace(old, new)
-    return source
+    return edited(NB, EXERCISES[exercise][0], edits)
 
 
 def _run(exercise: str, answer: str | None = None):
@@ -182,11 +174,7 @@ def test_a_wrong_answer_is_rejected(exercise, label):
 
 @pytest.mark.parametrize("exercise", list(EXERCISES))
 def test_the_stub_raises_not_implemented(exercise):
-    answer_id, _ = EXERCISES[exercise]
-    source = answer_source(NB, answer_id)
-    start = source.index("### BEGIN SOLUTION")
-    end = source.index("### END SOLUTION") + len("### END SOLUTION")
-    stub = source[:start] + "raise NotImplementedError()" + source[end:]
+    stub = with_answer(NB, EXERCISES[exercise][0], "raise NotImplementedError()")
     with pytest.raises(NotImplementedError):
         _run(exercise, stub)
 

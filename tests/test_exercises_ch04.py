@@ -4,34 +4,20 @@ Also a few focused tests of the chapter's package code: sum_to_shape, the shared
 gradient, repeated indices, the dim/axis alias and matmul's gradient shapes.
 """
 
+import functools
 from pathlib import Path
 
 import numpy as np
 import pytest
-from nbharness import answer_source, run_check
+from nbharness import rejected, run_check, with_answer
 
 import minilucid as ml
 from minilucid.ops.broadcast import sum_to_shape
 
 NB = Path(__file__).resolve().parents[1] / "solutions" / "04_shapes.ipynb"
 
-
-def _rejected(check_id: str, answer_id: str, source: str, *words: str) -> str:
-    with pytest.raises(AssertionError) as info:
-        run_check(NB, check_id, replace={answer_id: source})
-    message = str(info.value)
-    for word in words:
-        assert word in message, f"the message should mention {word!r}: {message}"
-    return message
-
-
-def _solved(answer_id: str, body: str) -> str:
-    """The answer cell with the text between the solution markers replaced by `body`."""
-    source = answer_source(NB, answer_id)
-    begin, end = source.index("### BEGIN SOLUTION"), source.index("### END SOLUTION")
-    indent = source[:begin].rsplit("\n", 1)[1]
-    lines = [indent + line if line else line for line in body.strip("\n").splitlines()]
-    return source[:begin] + "\n".join(lines).lstrip() + "\n" + indent + source[end:]
+_rejected = functools.partial(rejected, NB)
+_solved = functools.partial(with_answer, NB)
 
 
 # --------------------------------------------------------------------------------------------

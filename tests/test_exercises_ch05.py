@@ -4,11 +4,12 @@ Also a few focused tests of the chapter's package code: the numerics of the unar
 softmax family, cross-entropy's argument checks, mse_loss's shape guard and gradcheck's report.
 """
 
+import functools
 from pathlib import Path
 
 import numpy as np
 import pytest
-from nbharness import answer_source, run_check
+from nbharness import rejected, run_check, unanswered, with_answer
 
 import minilucid as ml
 from minilucid.gradcheck import GradcheckError
@@ -17,30 +18,9 @@ from minilucid.ops.softmax import logsumexp
 
 NB = Path(__file__).resolve().parents[1] / "solutions" / "05_functions_and_numerics.ipynb"
 
-
-def _rejected(check_id: str, answer_id: str, source: str, *words: str) -> str:
-    with pytest.raises(AssertionError) as info:
-        run_check(NB, check_id, replace={answer_id: source})
-    message = str(info.value)
-    for word in words:
-        assert word in message, f"the message should mention {word!r}: {message}"
-    return message
-
-
-def _solved(answer_id: str, body: str) -> str:
-    """The answer cell with the text between the solution markers replaced by `body`."""
-    source = answer_source(NB, answer_id)
-    begin, end = source.index("### BEGIN SOLUTION"), source.index("### END SOLUTION")
-    indent = source[:begin].rsplit("\n", 1)[1]
-    lines = [indent + line if line else line for line in body.strip("\n").splitlines()]
-    return source[:begin] + "\n".join(lines).lstrip() + "\n" + indent + source[end:]
-
-
-def _unanswered(check_id: str, answer_id: str) -> None:
-    """The stub an exercise notebook holds fails in the check with NotImplementedError."""
-    stub = _solved(answer_id, "raise NotImplementedError()")
-    with pytest.raises(NotImplementedError):
-        run_check(NB, check_id, replace={answer_id: stub})
+_rejected = functools.partial(rejected, NB)
+_solved = functools.partial(with_answer, NB)
+_unanswered = functools.partial(unanswered, NB)
 
 
 # --------------------------------------------------------------------------------------------

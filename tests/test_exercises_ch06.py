@@ -4,16 +4,21 @@ Also focused tests of the chapter's package code that the engine's trap tests do
 grad-mode switches, retain_grad, hooks, comparisons, `minilucid.grad` and requires_grad_.
 """
 
+import functools
 from pathlib import Path
 
 import numpy as np
 import pytest
-from nbharness import answer_source, run_check
+from nbharness import rejected, run_check, unanswered, with_answer
 
 import minilucid as ml
 from minilucid.grad_mode import GRAD_MODE
 
 NB = Path(__file__).resolve().parents[1] / "solutions" / "06_graph_hygiene.ipynb"
+
+_rejected = functools.partial(rejected, NB)
+_solved = functools.partial(with_answer, NB)
+_unanswered = functools.partial(unanswered, NB)
 
 
 @pytest.fixture(autouse=True)
@@ -21,30 +26,6 @@ def recording_stays_on():
     """A wrong answer may switch recording off; never let that leak into other tests."""
     yield
     GRAD_MODE.enabled = True
-
-
-def _rejected(check_id: str, answer_id: str, source: str, *words: str) -> str:
-    with pytest.raises(AssertionError) as info:
-        run_check(NB, check_id, replace={answer_id: source})
-    message = str(info.value)
-    for word in words:
-        assert word in message, f"the message should mention {word!r}: {message}"
-    return message
-
-
-def _solved(answer_id: str, body: str) -> str:
-    """The answer cell with the text between the solution markers replaced by `body`."""
-    source = answer_source(NB, answer_id)
-    begin, end = source.index("### BEGIN SOLUTION"), source.index("### END SOLUTION")
-    indent = source[:begin].rsplit("\n", 1)[1]
-    lines = [indent + line if line else line for line in body.strip("\n").splitlines()]
-    return source[:begin] + "\n".join(lines).lstrip() + "\n" + indent + source[end:]
-
-
-def _unanswered(check_id: str, answer_id: str) -> None:
-    stub = _solved(answer_id, "raise NotImplementedError()")
-    with pytest.raises(NotImplementedError):
-        run_check(NB, check_id, replace={answer_id: stub})
 
 
 # --------------------------------------------------------------------------------------------
