@@ -12,7 +12,7 @@ Tensors themselves are the keys of `visited` and `grads`: a tensor hashes by ide
 import numpy as np
 
 from minilucid.ops.broadcast import sum_to_shape
-from minilucid.tensor import Tensor
+from minilucid.tensor import Tensor, _plain
 
 ndarray = np.ndarray
 
@@ -175,7 +175,3 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool = False) -> tupl
                 f"grad: an input of shape {t.shape} is not part of the output's graph"
             )
     return found
-
-
-def _plain(x):
-    return x.data if isinstance(x, Tensor) else x
