@@ -28,17 +28,16 @@ def topological_order(root: Tensor) -> list:
     # rescan them again and again (nearly a third of backward's time there).
     stack, flags = [root], [False]
     while stack:
-        node, expanded = stack.pop(), flags.pop()
-        if expanded:  # all of node's parents are already in `order`
+        node = stack.pop()
+        if flags.pop():  # all of node's parents are already in `order`
             order.append(node)
             continue
         if node in visited:
             continue
         visited[node] = True
-        stack.append(node)
-        flags.append(True)
         ctx = node._ctx
-        if ctx is None:
+        if ctx is None:  # a leaf has no parents to wait for
+            order.append(node)
             continue
         parents = ctx.parents
         if parents is FREED:
@@ -47,6 +46,8 @@ def topological_order(root: Tensor) -> list:
                 "earlier backward(). Pass retain_graph=True to the first backward() if you "
                 "need to go through the graph twice, or recompute the forward pass."
             )
+        stack.append(node)  # again, to be put in `order` once its parents are
+        flags.append(True)
         for parent in reversed(parents):
             if isinstance(parent, Tensor) and parent.requires_grad and parent not in visited:
                 stack.append(parent)
@@ -67,7 +68,8 @@ def backward(
 
     `sort` is the function that orders the graph (chapter 03 lets you plug in your own).
     `trace`, when a list, receives one record per step in the order the sweep takes them:
-    (tensor, grad, [(parent, grad sent to it, shape before broadcasting was summed away), ...]).
+    (tensor, grad, [(parent, grad sent to it, shape before broadcasting was summed away), ...]),
+    listing the parents that require grad.
     """
     if not root.requires_grad:
         raise RuntimeError(
@@ -104,17 +106,18 @@ def backward(
         if len(sent) != len(parents):
             raise _count_error(ctx, sent)
         record = [] if trace is not None else None
-        for parent, g in zip(parents, sent, strict=True):
+        for parent, g in zip(parents, sent, strict=False):  # lengths compared above
+            # only tensors that require grad take part; constants and None gradients drop out
+            if g is None or not isinstance(parent, Tensor) or not parent.requires_grad:
+                continue
+            data = parent.data
             summed_from = None  # the op's gradient shape, if broadcasting had to be summed away
-            if g is not None and isinstance(parent, Tensor):
-                data = parent.data
-                # most gradients fit already; `is` spares the slower dtype comparison
-                if type(g) is not ndarray or g.shape != data.shape or g.dtype is not data.dtype:
-                    summed_from = g.shape if g.shape != data.shape else None
-                    g = _conform(g, data, type(ctx).__name__)
-                if parent.requires_grad:
-                    previous = grads.get(parent)
-                    grads[parent] = g if previous is None else previous + g
+            # most gradients fit already; `is` spares the slower dtype comparison
+            if type(g) is not ndarray or g.shape != data.shape or g.dtype is not data.dtype:
+                summed_from = g.shape if g.shape != data.shape else None
+                g = _conform(g, data, type(ctx).__name__)
+            previous = grads.get(parent)
+            grads[parent] = g if previous is None else previous + g
             if record is not None:
                 record.append((parent, g, summed_from))
         if trace is not None:
