@@ -69,7 +69,7 @@ def backward(
     `sort` is the function that orders the graph (chapter 03 lets you plug in your own).
     `trace`, when a list, receives one record per step in the order the sweep takes them:
     (tensor, grad, [(parent, grad sent to it, shape before broadcasting was summed away), ...]),
-    listing the parents that require grad.
+    one entry per parent; what a constant is sent is recorded as the op returned it.
     """
     if not root.requires_grad:
         raise RuntimeError(
@@ -109,6 +109,8 @@ def backward(
         for parent, g in zip(parents, sent, strict=False):  # lengths compared above
             # only tensors that require grad take part; constants and None gradients drop out
             if g is None or not isinstance(parent, Tensor) or not parent.requires_grad:
+                if record is not None:
+                    record.append((parent, g, None))
                 continue
             data = parent.data
             summed_from = None  # the op's gradient shape, if broadcasting had to be summed away

@@ -32,7 +32,7 @@ def test_gradient_checks_pass_without_torch():
         "from benchmarks.__main__ import main; sys.exit(main(['--check']))"
     )
     assert done.returncode == 0, done.stderr
-    assert "gradients agree: numpy, minilucid (" in done.stdout
+    assert "gradients agree: numpy, minilucid, bare (" in done.stdout
 
 
 @pytest.mark.parametrize(("op", "config"), [(Tanh, "mlp_small"), (Relu, "mlp_large")])

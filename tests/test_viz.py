@@ -298,6 +298,17 @@ def test_inputs_without_grad_get_no_gradient_edge_and_gradient_is_passed_on():
     )
 
 
+def test_a_constant_before_the_input_does_not_shift_the_gradient_edges():
+    c = ml.tensor([1.0, 1.0], name="c")  # first parent, no grad: x's gradient is the second
+    x = ml.tensor([2.0, 3.0], requires_grad=True, name="x")
+    picture = draw_backward(c * x, np.array([1.0, 0.5], dtype=np.float32))
+    x_node = re.search(r"(n\d+) \[label=<<b>x</b>", picture.source).group(1)
+    c_node = re.search(r"(n\d+) \[label=<<b>c</b>", picture.source).group(1)
+    assert re.search(rf'{x_node} -> op\d+ \[label="\[1\. , 0\.5\]"', picture.source)
+    assert not re.search(rf"{c_node} -> op\d+ \[label", picture.source)
+    assert "Mul sends x [1. , 0.5]" in picture.text
+
+
 def test_draw_graph_needs_a_tensor():
     with pytest.raises(TypeError, match="viz: expected a Tensor"):
         draw_graph([1.0, 2.0])
