@@ -65,6 +65,10 @@ NOTES = """\
   backward has returned, the output tensor still referenced: the graph should be gone. (About
   0.2 MB remains whatever the depth: Python's bounded free lists of tuples, which tracemalloc
   counts as allocated.)
+- Bare graph (tiny ops and deep chain only): `benchmarks/bare.py`, the least a graph-per-op
+  engine in Python can do - a node per op, the same sort and sweep as minilucid, and nothing
+  else (no op contexts, broadcasting, dtypes, hooks, grad mode or checks; four ops). It shows
+  what recording a graph in Python costs at all, apart from what being a library adds.
 - Matmul chain: `sum(X @ W1 @ W2 @ W3 @ W4)`, square float32 matrices, forward and backward.
 - The hand-written NumPy versions are written as a careful person writes them: the same
   ufunc and BLAS calls an engine needs, in-place where it is natural, no copies.
@@ -302,7 +306,7 @@ def main(argv=None) -> int:
     out = args.out or (RESULTS if not args.quick and not args.only else None)
 
     pin_torch_threads()
-    engines = ["numpy", "minilucid"] + (["torch"] if torch is not None else [])
+    engines = ["numpy", "minilucid", "bare"] + (["torch"] if torch is not None else [])
     if args.check:
         check_all(engines)
         return 0

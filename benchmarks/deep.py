@@ -23,6 +23,7 @@ import tracemalloc
 import numpy as np
 
 import minilucid as ml
+from benchmarks import bare
 from benchmarks.timing import CLOCKS
 
 W, X = 1.5, 0.5  # y settles near 0.86; nothing overflows or turns subnormal for long
@@ -71,6 +72,26 @@ def minilucid_chain(n: int):
     return forward, backward
 
 
+def bare_chain(n: int):
+    """The same chain on the bare graph engine (benchmarks/bare.py), for scale."""
+    x = bare.tensor(np.array([X], dtype=np.float32), requires_grad=True)
+    w = bare.tensor(np.array([W], dtype=np.float32), requires_grad=True)
+
+    def forward():
+        y = x
+        for _ in range(n // 2):
+            y = (y * w).tanh()
+        return y
+
+    def backward(y):
+        y.backward()
+        grads = x.grad, w.grad
+        x.grad = w.grad = None
+        return grads
+
+    return forward, backward
+
+
 def torch_chain(n: int):
     # Imported here only: PyTorch's modules add some 150,000 objects that Python's cyclic
     # collector would scan again and again while the other engines build their graphs.
@@ -95,7 +116,12 @@ def torch_chain(n: int):
     return forward, backward
 
 
-CHAINS = {"numpy": numpy_chain, "minilucid": minilucid_chain, "torch": torch_chain}
+CHAINS = {
+    "numpy": numpy_chain,
+    "minilucid": minilucid_chain,
+    "bare": bare_chain,
+    "torch": torch_chain,
+}
 
 
 def check_gradients(engines: list, n: int = 200) -> None:

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-ENGINE_TITLES = {"numpy": "NumPy by hand", "minilucid": "minilucid", "torch": "PyTorch"}
+ENGINE_TITLES = {
+    "numpy": "NumPy by hand",
+    "minilucid": "minilucid",
+    "bare": "bare graph",
+    "torch": "PyTorch",
+}
 
 
 @dataclass

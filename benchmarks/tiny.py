@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 import minilucid as ml
+from benchmarks import bare
 from benchmarks.machine import torch
 
 BLOCKS = 25
@@ -74,6 +75,15 @@ class MinilucidTiny:
         return grads
 
 
+class BareTiny(MinilucidTiny):
+    """The same model on the bare graph engine (benchmarks/bare.py), for scale."""
+
+    def __init__(self, x, w, b):
+        self.x = bare.tensor(x)
+        self.w = [bare.tensor(v.copy(), requires_grad=True) for v in w]
+        self.b = [bare.tensor(v.copy(), requires_grad=True) for v in b]
+
+
 class TorchTiny:
     def __init__(self, x, w, b):
         self.x = torch.from_numpy(x)
@@ -94,7 +104,7 @@ class TorchTiny:
         return grads
 
 
-ENGINES = {"numpy": NumpyTiny, "minilucid": MinilucidTiny, "torch": TorchTiny}
+ENGINES = {"numpy": NumpyTiny, "minilucid": MinilucidTiny, "bare": BareTiny, "torch": TorchTiny}
 
 
 def engines() -> dict:
