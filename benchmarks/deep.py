@@ -53,9 +53,10 @@ def numpy_chain(n: int):
     return forward, backward
 
 
-def minilucid_chain(n: int):
-    x = ml.tensor([X], requires_grad=True)
-    w = ml.tensor([W], requires_grad=True)
+def engine_chain(n: int, tensor):
+    """The chain on a PyTorch-shaped engine; `tensor(v)` makes a one-element leaf that requires
+    grad. The same code runs on minilucid, the bare graph engine and PyTorch."""
+    x, w = tensor(X), tensor(W)
 
     def forward():
         y = x
@@ -70,26 +71,15 @@ def minilucid_chain(n: int):
         return grads
 
     return forward, backward
+
+
+def minilucid_chain(n: int):
+    return engine_chain(n, lambda v: ml.tensor([v], requires_grad=True))
 
 
 def bare_chain(n: int):
-    """The same chain on the bare graph engine (benchmarks/bare.py), for scale."""
-    x = bare.tensor(np.array([X], dtype=np.float32), requires_grad=True)
-    w = bare.tensor(np.array([W], dtype=np.float32), requires_grad=True)
-
-    def forward():
-        y = x
-        for _ in range(n // 2):
-            y = (y * w).tanh()
-        return y
-
-    def backward(y):
-        y.backward()
-        grads = x.grad, w.grad
-        x.grad = w.grad = None
-        return grads
-
-    return forward, backward
+    """The bare graph engine (benchmarks/bare.py), for scale."""
+    return engine_chain(n, lambda v: bare.tensor(np.array([v], np.float32), requires_grad=True))
 
 
 def torch_chain(n: int):
@@ -98,22 +88,7 @@ def torch_chain(n: int):
     import torch
 
     torch.set_num_threads(1)
-    x = torch.tensor([X], requires_grad=True)
-    w = torch.tensor([W], requires_grad=True)
-
-    def forward():
-        y = x
-        for _ in range(n // 2):
-            y = (y * w).tanh()
-        return y
-
-    def backward(y):
-        y.backward()
-        grads = x.grad, w.grad
-        x.grad = w.grad = None
-        return grads
-
-    return forward, backward
+    return engine_chain(n, lambda v: torch.tensor([v], requires_grad=True))
 
 
 CHAINS = {
