@@ -1,12 +1,12 @@
-"""The least a graph-per-op engine in Python can do: a yardstick for the tiny and deep benchmarks.
+"""minilucid's engine stripped to the bone: a yardstick for the tiny and deep benchmarks.
 
 A node per op, holding its array, its parents and what backward needs; backward sorts the graph
 (iterative post-order depth-first search) and sweeps it once, summing gradients in a dict - the
 same shape as minilucid's engine, with everything else taken out: no op objects or contexts
 (an op is a small integer), no broadcasting or dtype handling, no hooks, no grad mode, no
-checks and no error messages, four ops only. Whatever minilucid costs above this engine is the
-price of being a library; whatever this engine costs above NumPy by hand is the price of
-recording a graph in Python at all.
+checks and no error messages, four ops only. What minilucid costs above this engine is the
+price of being a library; what this engine costs above NumPy by hand is the price of recording
+a graph this way in Python.
 """
 
 from __future__ import annotations
