@@ -20,6 +20,7 @@ import minilucid.nn.functional as MF
 from minilucid.function import Function
 from minilucid.gradcheck import GradcheckError
 from minilucid.numerical import numerical_grad
+from minilucid.ops.elementwise import Mul
 
 
 @dataclass(frozen=True)
@@ -527,13 +528,8 @@ def test_gradcheck_passes_correct_ops(case):
     assert ml.gradcheck(lambda *t: run(case, t), xs) is True
 
 
-class MulWrongAtOneEntry(Function):
+class MulWrongAtOneEntry(Mul):
     """z = a * b, with the gradient of b deliberately wrong at entry (1, 2)."""
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
 
     @staticmethod
     def backward(ctx, grad):
@@ -543,13 +539,8 @@ class MulWrongAtOneEntry(Function):
         return grad * b, grad_b
 
 
-class MulSwapped(Function):
+class MulSwapped(Mul):
     """z = a * b with the classic slip dz/da = a."""
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
 
     @staticmethod
     def backward(ctx, grad):
