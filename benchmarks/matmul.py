@@ -45,10 +45,13 @@ class NumpyMatmul:
         return grads
 
 
-class MinilucidMatmul:
-    def __init__(self, x, ws):
-        self.x = ml.tensor(x)
-        self.ws = [ml.tensor(w.copy(), requires_grad=True) for w in ws]
+class EngineMatmul:
+    """The chain on a PyTorch-shaped engine; `tensor(array, requires_grad)` makes a fresh leaf.
+    The same code runs on minilucid and PyTorch."""
+
+    def __init__(self, x, ws, tensor):
+        self.x = tensor(x, False)
+        self.ws = [tensor(w, True) for w in ws]
 
     def forward(self):
         y = self.x
@@ -64,32 +67,19 @@ class MinilucidMatmul:
         return grads
 
 
-class TorchMatmul:
-    def __init__(self, x, ws):
-        self.x = torch.from_numpy(x)
-        self.ws = [torch.tensor(w, requires_grad=True) for w in ws]
-
-    def forward(self):
-        y = self.x
-        for w in self.ws:
-            y = y @ w
-        return y.sum()
-
-    def backward(self, loss):
-        loss.backward()
-        grads = [w.grad for w in self.ws]
-        for w in self.ws:
-            w.grad = None
-        return grads
-
-
-ENGINES = {"numpy": NumpyMatmul, "minilucid": MinilucidMatmul, "torch": TorchMatmul}
+TENSORS = {  # engine -> how it makes a leaf from a NumPy array (a copy)
+    "minilucid": lambda a, grad: ml.tensor(a.copy(), requires_grad=grad),
+    "torch": lambda a, grad: torch.tensor(a, requires_grad=grad),
+}
 
 
 def engines(size: int) -> dict:
     x, ws = problem(size)
-    names = [n for n in ENGINES if n != "torch" or torch is not None]
-    return {name: ENGINES[name](x, ws) for name in names}
+    models = {"numpy": NumpyMatmul(x, ws)}
+    for name, tensor in TENSORS.items():
+        if name != "torch" or torch is not None:
+            models[name] = EngineMatmul(x, ws, tensor)
+    return models
 
 
 def check_gradients(models: dict) -> None:

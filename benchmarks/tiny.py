@@ -55,11 +55,14 @@ class NumpyTiny:
         return d_w + d_b
 
 
-class MinilucidTiny:
-    def __init__(self, x, w, b):
-        self.x = ml.tensor(x)
-        self.w = [ml.tensor(v.copy(), requires_grad=True) for v in w]
-        self.b = [ml.tensor(v.copy(), requires_grad=True) for v in b]
+class EngineTiny:
+    """The model on a PyTorch-shaped engine; `tensor(array, requires_grad)` makes a fresh leaf.
+    The same code runs on minilucid, the bare graph engine (benchmarks/bare.py) and PyTorch."""
+
+    def __init__(self, x, w, b, tensor):
+        self.x = tensor(x, False)
+        self.w = [tensor(v, True) for v in w]
+        self.b = [tensor(v, True) for v in b]
 
     def forward(self):
         y = self.x
@@ -75,42 +78,20 @@ class MinilucidTiny:
         return grads
 
 
-class BareTiny(MinilucidTiny):
-    """The same model on the bare graph engine (benchmarks/bare.py), for scale."""
-
-    def __init__(self, x, w, b):
-        self.x = bare.tensor(x)
-        self.w = [bare.tensor(v.copy(), requires_grad=True) for v in w]
-        self.b = [bare.tensor(v.copy(), requires_grad=True) for v in b]
-
-
-class TorchTiny:
-    def __init__(self, x, w, b):
-        self.x = torch.from_numpy(x)
-        self.w = [torch.tensor(v, requires_grad=True) for v in w]
-        self.b = [torch.tensor(v, requires_grad=True) for v in b]
-
-    def forward(self):
-        y = self.x
-        for w, b in zip(self.w, self.b, strict=True):
-            y = (y * w + b).tanh().exp()
-        return y
-
-    def backward(self, y):
-        y.backward()
-        grads = [p.grad for p in self.w + self.b]
-        for p in self.w + self.b:
-            p.grad = None
-        return grads
-
-
-ENGINES = {"numpy": NumpyTiny, "minilucid": MinilucidTiny, "bare": BareTiny, "torch": TorchTiny}
+TENSORS = {  # engine -> how it makes a leaf from a NumPy array (a copy)
+    "minilucid": lambda a, grad: ml.tensor(a.copy(), requires_grad=grad),
+    "bare": lambda a, grad: bare.tensor(a.copy(), requires_grad=grad),
+    "torch": lambda a, grad: torch.tensor(a, requires_grad=grad),
+}
 
 
 def engines() -> dict:
     x, w, b = problem()
-    names = [n for n in ENGINES if n != "torch" or torch is not None]
-    return {name: ENGINES[name](x, w, b) for name in names}
+    models = {"numpy": NumpyTiny(x, w, b)}
+    for name, tensor in TENSORS.items():
+        if name != "torch" or torch is not None:
+            models[name] = EngineTiny(x, w, b, tensor)
+    return models
 
 
 def check_gradients(models: dict) -> None:
