@@ -22,6 +22,7 @@ from minilucid.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_
 from minilucid.gradcheck import gradcheck
 from minilucid.ops.shape import cat, stack, where
 from minilucid.ops.unary import abs, clamp, exp, log, relu, sigmoid, sqrt, tanh
+from minilucid.serialization import load, save
 
 __version__ = "0.1.0"
 
@@ -39,6 +40,7 @@ __all__ = [
     "gradcheck",
     "int64",
     "is_grad_enabled",
+    "load",
     "log",
     "nn",
     "manual_seed",
@@ -48,6 +50,7 @@ __all__ = [
     "rand",
     "randn",
     "relu",
+    "save",
     "set_grad_enabled",
     "sigmoid",
     "sqrt",

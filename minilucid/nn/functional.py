@@ -6,7 +6,16 @@ from minilucid.ops.softmax import CrossEntropy, LogSoftmax, Softmax
 from minilucid.ops.unary import relu, sigmoid, tanh
 from minilucid.tensor import Tensor
 
-__all__ = ["cross_entropy", "log_softmax", "mse_loss", "relu", "sigmoid", "softmax", "tanh"]
+__all__ = [
+    "cross_entropy",
+    "linear",
+    "log_softmax",
+    "mse_loss",
+    "relu",
+    "sigmoid",
+    "softmax",
+    "tanh",
+]
 
 
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
@@ -33,3 +42,9 @@ def mse_loss(prediction: Tensor, target) -> Tensor:
         )
     diff = prediction - target
     return (diff * diff).mean()
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x @ weight.T + bias: weight has shape (out_features, in_features), as in PyTorch."""
+    out = x @ weight.T
+    return out if bias is None else out + bias
