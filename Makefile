@@ -15,7 +15,7 @@ export JUPYTER_PREFER_ENV_PATH := 1
 
 STORED := $(wildcard notebooks/*.ipynb solutions/*.ipynb)
 NBVAL_DIRS := $(wildcard notebooks solutions)
-LINT_PATHS := $(wildcard minilucid tools tests benchmarks)
+LINT_PATHS := $(wildcard minilucid minilucid_course tests benchmarks)
 WELCOME := $(firstword $(wildcard notebooks/00_welcome.ipynb) $(wildcard notebooks))
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 
@@ -36,13 +36,13 @@ help:
 	@echo "make check       fast checks: lint, format, chapters in sync with the package, exercises"
 	@echo "make sync        rewrite the chapters' tagged cells from the package"
 	@echo "make exercises   generate exercises/ from solutions/"
-	@echo "make execute     re-run notebooks/ and solutions/ and store their outputs"
+	@echo "make execute     re-run notebooks/ and solutions/ and store their outputs (NB=\"paths\" for some)"
 	@echo "make html        static HTML copy of the course in site/"
 	@echo "make bench       speed comparisons (python -m benchmarks)"
 	@echo "make clean       remove built and cached files (distclean also removes .venv)"
 
 setup:
-	@bash tools/setup.sh
+	@bash minilucid_course/setup.sh
 
 # The repository is Jupyter's root (chapters, exercises and solutions side by side); the browser
 # opens on chapter 00.
@@ -59,33 +59,36 @@ check: setup
 	run() { echo "+ $$*"; "$$@" || status=1; }; \
 	run $(BIN)/ruff check $(LINT_PATHS); \
 	run $(BIN)/ruff format --check $(LINT_PATHS); \
-	run $(PY) tools/sync.py --check; \
-	run $(PY) tools/sync.py --coverage; \
-	run $(PY) tools/make_exercises.py --check; \
+	run $(PY) -m minilucid_course.sync --check; \
+	run $(PY) -m minilucid_course.sync --coverage; \
+	run $(PY) -m minilucid_course.make_exercises --check; \
 	exit $$status
 
 sync: setup
-	$(PY) tools/sync.py --write
+	$(PY) -m minilucid_course.sync --write
 
 exercises: setup
-	$(PY) tools/make_exercises.py
+	$(PY) -m minilucid_course.make_exercises
 
 progress: setup
-	@$(PY) tools/progress.py $(CH)
+	@$(PY) -m minilucid_course.progress $(CH)
 
 # Tagged cells first, so the stored outputs come from the package's current code; then the
-# exercises, which carry the solutions' notebook metadata.
+# exercises, which carry the solutions' notebook metadata. NB="notebooks/03_x.ipynb ..." runs only
+# those notebooks (and regenerates only their exercises); without NB, every stored notebook.
+NB ?=
+EXECUTE := $(if $(strip $(NB)),$(NB),$(STORED))
 execute: setup
-	$(PY) tools/sync.py --write
-ifneq ($(STORED),)
-	$(PY) tools/execute.py $(STORED)
-	$(PY) tools/sync.py --write
-	$(PY) tools/make_exercises.py
-	$(BIN)/jupyter trust $(STORED) >/dev/null
+	$(PY) -m minilucid_course.sync --write
+ifneq ($(strip $(EXECUTE)),)
+	$(PY) -m minilucid_course.execute $(EXECUTE)
+	$(PY) -m minilucid_course.sync --write
+	$(PY) -m minilucid_course.make_exercises $(if $(strip $(NB)),$(filter solutions/%,$(NB)) --only-given,)
+	$(BIN)/jupyter trust $(EXECUTE) >/dev/null
 endif
 
 html: setup
-	$(PY) tools/build_site.py --out site
+	$(PY) -m minilucid_course.build_site --out site
 
 bench: setup
 	$(PY) -m benchmarks

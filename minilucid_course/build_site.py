@@ -1,6 +1,6 @@
 """Build a static HTML copy of the course (chapters with their stored outputs) into site/.
 
-    python tools/build_site.py [--out site]
+    python -m minilucid_course.build_site [--out site]
 
 Uses nbconvert's HTML exporter; needs no network, to build or to read: MathJax is copied into
 site/mathjax from the jupyter-server-mathjax package. Links between chapters point to the HTML

@@ -1,16 +1,14 @@
-"""Is this machine ready for the course? Python, NumPy, Graphviz's `dot`, JupyterLab."""
+"""Is this machine ready for the course? Python, NumPy, Graphviz's `dot`, JupyterLab.
+
+The commands that install `dot` live with the pictures that need it (minilucid.graphviz_install).
+"""
 
 import importlib.metadata
 import shutil
 import subprocess
 import sys
 
-GRAPHVIZ_INSTALL = {
-    "Debian/Ubuntu": "sudo apt-get install -y graphviz",
-    "macOS (Homebrew)": "brew install graphviz",
-    "conda (any system)": "conda install -c conda-forge graphviz python-graphviz",
-    "Windows (winget)": "winget install -e --id Graphviz.Graphviz  (then open a new terminal)",
-}
+from minilucid.graphviz_install import graphviz_install_hint
 
 # The Python packages the course uses: the name pip knows them by -> the name on conda-forge
 # (the Python side of Graphviz is `python-graphviz` there; plain `graphviz` is the `dot` program).
@@ -26,13 +24,6 @@ PYTHON_PACKAGE_INSTALL = {
     "Windows (.venv)": r".venv\Scripts\python -m pip install {pip_name}",
     "conda (any system)": "conda install -c conda-forge {conda_name}",
 }
-
-
-def graphviz_install_hint() -> str:
-    """How to install Graphviz's `dot` program, one line per platform."""
-    lines = ["Graphviz's `dot` program is not on PATH. Install it with one of:"]
-    lines += [f"  {where:<20} {command}" for where, command in GRAPHVIZ_INSTALL.items()]
-    return "\n".join(lines)
 
 
 def dot_version() -> str | None:

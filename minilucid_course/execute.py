@@ -1,6 +1,6 @@
 """Re-run notebooks top to bottom and store their outputs in place, with nbconvert.
 
-    python tools/execute.py notebooks/*.ipynb solutions/*.ipynb
+    python -m minilucid_course.execute notebooks/*.ipynb solutions/*.ipynb
 
 Each notebook runs in a fresh python3 kernel of this environment, from its own folder, as nbval
 runs it. No per-cell timings are stored (old ones are removed), and each cell's prints are

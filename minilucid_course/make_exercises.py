@@ -6,9 +6,11 @@ nbconvert with nbgrader's own preprocessors, in the order `nbgrader generate_ass
 ClearHiddenTests, ComputeChecksums, CheckCellMetadata. The result has no outputs and no
 execution counts, and generating twice gives identical bytes.
 
-    python tools/make_exercises.py            write exercises/ (refuses to overwrite an
-                                              exercise a learner has started; see --force)
-    python tools/make_exercises.py --check    exit 1 if exercises/ is not what would be written
+    python -m minilucid_course.make_exercises          write exercises/ (refuses to overwrite
+                                                       an exercise a learner has started; --force)
+    python -m minilucid_course.make_exercises solutions/03_reverse_mode.ipynb   only that one
+    python -m minilucid_course.make_exercises --check  exit 1 if exercises/ is not what would
+                                                       be written
 """
 
 from __future__ import annotations
@@ -129,11 +131,17 @@ def write(
     solutions_dir: Path | str = SOLUTIONS,
     exercises_dir: Path | str = EXERCISES,
     force: bool = False,
+    only: list[str] | None = None,
 ) -> tuple[list[Path], list[str]]:
-    """Write every exercise notebook that differs; return (written paths, refusals/warnings)."""
+    """Write every exercise notebook that differs; return (written paths, refusals/warnings).
+
+    `only`: file names (NN_topic.ipynb) to write; the others are left alone.
+    """
     solutions_dir, exercises_dir = Path(solutions_dir), Path(exercises_dir)
     written, notes = [], []
     pairs = _pairs(solutions_dir, exercises_dir)
+    if only is not None:
+        pairs = [(s, t) for s, t in pairs if s.name in set(only)]
     if pairs:
         exercises_dir.mkdir(parents=True, exist_ok=True)
     for source, target in pairs:
@@ -169,7 +177,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="overwrite started exercises")
     parser.add_argument("--solutions", default=str(SOLUTIONS), help="source folder")
     parser.add_argument("--exercises", default=str(EXERCISES), help="target folder")
+    parser.add_argument(
+        "only", nargs="*", help="write only these notebooks (any path; the file name counts)"
+    )
+    parser.add_argument(
+        "--only-given", action="store_true", help="write only the notebooks named (maybe none)"
+    )
     args = parser.parse_args(argv)
+    only = [Path(name).name for name in args.only]
+    if not (only or args.only_given):
+        only = None
 
     n = len(_pairs(Path(args.solutions), Path(args.exercises)))
     if args.check:
@@ -182,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"make_exercises --check: {n} exercise notebook(s) up to date")
         return 0
 
-    written, notes = write(args.solutions, args.exercises, force=args.force)
+    written, notes = write(args.solutions, args.exercises, force=args.force, only=only)
     for path in written:
         print(f"wrote {_show(path)}")
     for note in notes:

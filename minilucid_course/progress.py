@@ -1,8 +1,8 @@
 """Which exercises pass: run each exercise notebook in a fresh kernel and read its check cells.
 
-    python tools/progress.py                 every notebook in exercises/
-    python tools/progress.py 02              only chapter 02 (a number, a name or a path)
-    python tools/progress.py --solutions     the answered notebooks (everything should pass)
+    python -m minilucid_course.progress               every notebook in exercises/
+    python -m minilucid_course.progress 02            only chapter 02 (a number, name or path)
+    python -m minilucid_course.progress --solutions   the answered notebooks (all should pass)
 
 For each check cell (an nbgrader cell with `grade: true`) it prints one line: passed, not
 implemented yet (the stub still raises NotImplementedError), or failing (the first line of the

@@ -3,7 +3,7 @@
 # step is skipped when it is already done. Used by `make setup` (and so by `make lab`, `make test`).
 #
 #   1. create .venv with Python 3.10+ (PYTHON=python3.12 make setup picks another interpreter)
-#   2. install the package with its course and test extras into it (editable)
+#   2. install the engine with its course and test extras, then the course package (editable)
 #   3. check for Graphviz's `dot` (installed with apt when we are root on Debian/Ubuntu)
 #   4. trust the stored notebooks, so JupyterLab shows their pictures
 #
@@ -62,17 +62,23 @@ fi
 needs_install=0
 [ -f "$STAMP" ] || needs_install=1
 [ "$needs_install" = 1 ] || [ pyproject.toml -ot "$STAMP" ] || needs_install=1
+[ "$needs_install" = 1 ] || [ minilucid_course/pyproject.toml -ot "$STAMP" ] || needs_install=1
 # still installed, and the package imported from this folder (not a moved or stale copy)?
 [ "$needs_install" = 1 ] || "$PY" - >/dev/null 2>&1 <<'PYCHECK' || needs_install=1
 import importlib.metadata as md, os, sys
 for dist in ("nbval", "nbgrader", "jupyterlab", "graphviz", "pytest-xdist", "ruff"):
     md.version(dist)
-import minilucid
-sys.exit(not os.path.abspath(minilucid.__file__).startswith(os.getcwd() + os.sep))
+import minilucid, minilucid_course
+here = os.getcwd() + os.sep
+for package in (minilucid, minilucid_course):
+    if not os.path.abspath(package.__file__).startswith(here):
+        sys.exit(1)
 PYCHECK
 if [ "$needs_install" = 1 ]; then
     say "installing minilucid with its course and test tools into $VENV"
     "$PY" -m pip install --quiet --disable-pip-version-check -e '.[course,test]'
+    say "installing the course's machinery (minilucid_course) into $VENV"
+    "$PY" -m pip install --quiet --disable-pip-version-check --no-deps -e ./minilucid_course
     touch "$STAMP"
 fi
 

@@ -10,10 +10,10 @@ of those objects, read from the package:
 
 Each piece is stripped of trailing newlines and the pieces are joined with two blank lines.
 
-    python tools/sync.py --write      rewrite every tagged cell of notebooks/*.ipynb
-    python tools/sync.py --check      exit 1 listing every differing cell and every broken tag
-    python tools/sync.py --coverage   exit 1 listing public objects that no chapter shows, and
-                                      objects shown more than once
+    python -m minilucid_course.sync --write     rewrite every tagged cell of notebooks/*.ipynb
+    python -m minilucid_course.sync --check     exit 1 listing every differing cell and broken tag
+    python -m minilucid_course.sync --coverage  exit 1 listing public objects that no chapter
+                                                shows, and objects shown more than once
 
 The functions below are importable, so that tests can run them on copies.
 """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import NOTEBOOKS, make_notebook, notebooks_in, skip_if_none
 
-from tools import sync
+from minilucid_course import sync
 
 
 def test_every_public_object_is_taught_exactly_once():

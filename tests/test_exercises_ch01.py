@@ -13,7 +13,7 @@ import pytest
 from nbharness import rejected, run_check, with_answer
 
 import minilucid as ml
-from minilucid import environment
+from minilucid_course import environment
 
 NB = Path(__file__).resolve().parents[1] / "solutions" / "01_tensor_as_a_node.ipynb"
 

@@ -9,10 +9,10 @@ import pytest
 from nbharness import edited, run_check, with_answer
 
 from minilucid import Tensor
-from minilucid._checks import ch02
 from minilucid.function import Function
 from minilucid.numerical import numerical_grad
 from minilucid.ops.elementwise import Mul
+from minilucid_course.checks import ch02
 
 NB = Path(__file__).resolve().parents[1] / "solutions" / "02_local_derivatives.ipynb"
 

@@ -9,9 +9,9 @@ import pytest
 from nbharness import edited, run_check, with_answer
 
 from minilucid import Tensor
-from minilucid._checks import ch03
 from minilucid.autograd import backward, topological_order
 from minilucid.ops.broadcast import sum_to_shape
+from minilucid_course.checks import ch03
 
 NB = Path(__file__).resolve().parents[1] / "solutions" / "03_reverse_mode.ipynb"
 

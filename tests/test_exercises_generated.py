@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from conftest import EXERCISES, SOLUTIONS, notebooks_in, skip_if_none, tiny_solution_notebook
 
-from tools import make_exercises
+from minilucid_course import make_exercises
 
 NAME = re.compile(r"^\d\d_[a-z0-9_]+\.ipynb$")
 

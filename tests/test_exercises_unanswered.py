@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from conftest import EXERCISES, notebooks_in, tiny_solution_notebook
 
-from tools import make_exercises, progress
+from minilucid_course import make_exercises, progress
 
 
 def unanswered_problems(nb) -> list[str]:

@@ -1,4 +1,4 @@
-"""The chapters' tagged cells equal the package source (tools/sync.py), and the check can fail."""
+"""The chapters' tagged cells equal the package source (minilucid_course.sync); it can fail."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from conftest import NOTEBOOKS, make_notebook, notebooks_in, skip_if_none
 
-from tools import sync
+from minilucid_course import sync
 
 # --------------------------------------------------------------------------------------------
 # The real chapters

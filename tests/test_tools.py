@@ -12,7 +12,7 @@ from nbformat.v4 import new_code_cell
 from nbharness import answer_source, grade_ids, run_check
 from nbval.plugin import get_sanitize_patterns
 
-from tools import make_exercises, progress
+from minilucid_course import make_exercises, progress
 
 ANSWER, CHECK = "ex99_1_double_answer", "ex99_1_double_check"
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import graphviz
 
-from minilucid.environment import graphviz_install_hint
+from minilucid.graphviz_install import graphviz_install_hint
 from minilucid.viz._dot import _dot
 from minilucid.viz._listing import _backward_text, _forward_text
 
