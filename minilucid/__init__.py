@@ -5,7 +5,7 @@ Each public name below is built, and explained, in one chapter of the course.
 
 from minilucid.tensor import Tensor, float32, float64, int64  # isort: split
 
-from minilucid import nn
+from minilucid import nn, optim
 from minilucid.autograd import grad
 from minilucid.creation import (
     arange,
@@ -45,6 +45,7 @@ __all__ = [
     "nn",
     "manual_seed",
     "no_grad",
+    "optim",
     "ones",
     "ones_like",
     "rand",
