@@ -1,0 +1,105 @@
+"""minilucid.save / minilucid.load: .npz files of arrays, never pickles."""
+
+from __future__ import annotations
+
+import pickle
+import zipfile
+
+import numpy as np
+import pytest
+
+import minilucid as ml
+from minilucid import nn
+
+
+def model():
+    return nn.Sequential(nn.Flatten(), nn.Linear(6, 5), nn.Tanh(), nn.Linear(5, 2))
+
+
+def test_state_dict_round_trip_gives_identical_outputs(tmp_path):
+    ml.manual_seed(0)
+    source = model()
+    path = tmp_path / "model.npz"
+    ml.save(source.state_dict(), path)
+    loaded = ml.load(path)
+    assert list(loaded) == list(source.state_dict())
+    assert all(isinstance(v, ml.Tensor) and not v.requires_grad for v in loaded.values())
+    target = model()
+    target.load_state_dict(loaded)
+    x = ml.randn(4, 2, 3)
+    assert np.array_equal(source(x).data, target(x).data)
+    # a plain .npz: NumPy reads it too, without pickles
+    with np.load(path, allow_pickle=False) as npz:
+        assert np.array_equal(npz["1.weight"], source[1].weight.data)
+
+
+def test_dtypes_and_str_paths_survive(tmp_path):
+    state = {"a": ml.tensor(np.arange(3.0)), "i": ml.tensor([1, 2]), "f": np.ones(2, np.float32)}
+    path = str(tmp_path / "x.npz")
+    ml.save(state, path)
+    loaded = ml.load(path)
+    assert [v.dtype for v in loaded.values()] == [np.float64, np.int64, np.float32]
+
+
+def test_a_checkpoint_of_dicts_lists_numbers_and_tensors_round_trips(tmp_path):
+    checkpoint = {
+        "model": model().state_dict(),
+        "epoch": 3,
+        "optimizer": {
+            "state": {0: {"step": ml.tensor(4.0), "buf": np.zeros(2)}},
+            "param_groups": [{"lr": 0.1, "betas": (0.9, 0.999), "params": [0, 1], "x": None}],
+        },
+        "name": "mlp",
+    }
+    ml.save(checkpoint, tmp_path / "ck.npz")
+    back = ml.load(tmp_path / "ck.npz")
+    assert back["epoch"] == 3 and back["name"] == "mlp"
+    group = back["optimizer"]["param_groups"][0]
+    assert group == {"lr": 0.1, "betas": (0.9, 0.999), "params": [0, 1], "x": None}
+    state = back["optimizer"]["state"]
+    assert list(state) == [0] and state[0]["step"].item() == 4.0
+    assert isinstance(state[0]["buf"], np.ndarray)
+    assert list(back["model"]) == list(checkpoint["model"])
+
+
+def test_saving_an_object_that_needs_pickle_is_refused(tmp_path):
+    with pytest.raises(TypeError, match=r"save: obj\['model'\] is a Sequential.*state_dict"):
+        ml.save({"model": model()}, tmp_path / "x.npz")
+    with pytest.raises(TypeError, match="dtype object"):
+        ml.save({"w": np.array([{}, 1], dtype=object)}, tmp_path / "x.npz")
+
+
+def test_a_file_that_is_not_an_npz_is_refused(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("hello")
+    with pytest.raises(ValueError, match=r"notes.txt' is not an .npz file"):
+        ml.load(path)
+    pickled = tmp_path / "model.pkl"
+    pickled.write_bytes(pickle.dumps({"w": np.ones(2)}))
+    with pytest.raises(ValueError, match=r"model.pkl' is not an .npz file"):
+        ml.load(pickled)
+    with pytest.raises(FileNotFoundError, match="no file"):
+        ml.load(tmp_path / "missing.npz")
+
+
+def test_an_npz_holding_a_pickled_array_is_refused(tmp_path):
+    path = tmp_path / "evil.npz"
+    np.savez(path, w=np.ones(2), evil=np.array([{"code": 1}], dtype=object))
+    with pytest.raises(ValueError, match=r"array 'evil' .* Python objects"):
+        ml.load(path)
+
+
+def test_a_zip_holding_a_pickle_is_refused(tmp_path):
+    path = tmp_path / "torch_like.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("archive/data.pkl", pickle.dumps({"w": 1}))
+    with pytest.raises(ValueError, match=r"holds 'archive/data.pkl', which is not a .npy"):
+        ml.load(path)
+
+
+def test_a_torch_file_is_refused_and_torch_reads_nothing_from_us(tmp_path):
+    torch = pytest.importorskip("torch")
+    path = tmp_path / "t.pt"
+    torch.save(torch.nn.Linear(2, 2).state_dict(), path)
+    with pytest.raises(ValueError, match="not a .npy array"):
+        ml.load(path)
