@@ -8,13 +8,13 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks import deep, matmul, mlp, report, tiny
+from benchmarks import deep, matmul, mlp, report, tiny, training
 from benchmarks.machine import describe, pin_torch_threads, torch
 from benchmarks.report import Row
 from benchmarks.timing import CLOCKS, interleave, phased, use_clock
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
-BENCHMARKS = ("mlp", "tiny", "deep", "matmul")
+BENCHMARKS = ("mlp", "training", "tiny", "deep", "matmul")
 
 FULL = {
     "repeats": 15,
@@ -34,6 +34,7 @@ QUICK = {
 TARGETS = {  # minilucid's ratio to NumPy by hand, or an absolute figure
     "mlp_small": 1.5,
     "mlp_large": 1.15,
+    "training": 1.3,
     "tiny": 2.5,
     "deep_us": 5.0,
     "deep_kb": 0.5,
@@ -53,6 +54,11 @@ NOTES = """\
   NumPy ones (and those against central differences in float64); a mismatch stops the run.
 - MLP step = forward + backward + SGD update (`p -= lr * grad`), float32, softmax
   cross-entropy. "backward / forward" is the ratio of the two phases within the step.
+- Training epoch: chapter 09's loop over the digits' training split (shuffled, mini-batches
+  of 32, the last one short): fetch the batch, forward, backward (with zero_grad), Adam step.
+  minilucid runs it through `DataLoader`, `nn` and `optim`; PyTorch through its own. Before
+  timing, one epoch of every engine from the same weights in the same order must end at the
+  hand-written epoch's weights.
 - Tiny ops: 100 ops (25 x mul, add, tanh, exp) on one-element tensors; time per op of forward
   plus backward.
 - Deep chain: n sequential ops (`y = tanh(y * w)`, n/2 times) on one-element tensors, one fresh
@@ -122,6 +128,41 @@ def run_mlp(settings: dict) -> tuple[list[Row], list[Row]]:
                 met=bf["minilucid"] <= limit,
             )
         )
+    return summary, details
+
+
+def run_training(settings: dict) -> tuple[list[Row], list[Row]]:
+    training.check_epoch()
+    log("training epoch: weights agree after one epoch; timing ")
+    models = training.engines()
+    result = interleave(
+        {n: training.case(m) for n, m in models.items()},
+        settings["repeats"],
+        settings["block"],
+        log,
+    )
+    log("\n")
+    names = result.engines
+    ratio = result.ratio("minilucid", "numpy")
+    summary = [
+        Row(
+            training.CONFIG["title"],
+            "ms / epoch",
+            {e: result.median(e) * 1e3 for e in names},
+            {e: result.ratio(e, "numpy") for e in names if e != "numpy"},
+            f"<= {TARGETS['training']}x",
+            ratio <= TARGETS["training"],
+        )
+    ]
+    details = [
+        Row(
+            f"Training epoch: {phase}",
+            "ms / epoch",
+            {e: result.median(e, phase) * 1e3 for e in names},
+            {e: result.ratio(e, "numpy", phase) for e in names if e != "numpy"},
+        )
+        for phase in training.PHASES
+    ]
     return summary, details
 
 
@@ -273,10 +314,14 @@ def check_all(engines: list[str]) -> None:
     """Every gradient check of every benchmark, without timing (a few seconds)."""
     for config in mlp.CONFIGS.values():
         mlp.check_gradients(config, mlp.engines(config))
+    training.check_epoch()
     tiny.check_gradients(tiny.engines())
     deep.check_gradients(engines)
     matmul.check_gradients(matmul.engines(QUICK["matmul_size"]))
-    print(f"gradients agree: {', '.join(engines)} (MLP x 2, tiny ops, deep chain, matmul chain)")
+    print(
+        f"gradients agree: {', '.join(engines)} (MLP x 2, training epoch, tiny ops, "
+        "deep chain, matmul chain)"
+    )
 
 
 def main(argv=None) -> int:
@@ -318,6 +363,7 @@ def main(argv=None) -> int:
     summary, details = [], []
     runners = {
         "mlp": lambda: run_mlp(settings),
+        "training": lambda: run_training(settings),
         "tiny": lambda: run_tiny(settings),
         "deep": lambda: run_deep(settings, engines),
         "matmul": lambda: run_matmul(settings),
