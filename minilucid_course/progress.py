@@ -27,6 +27,9 @@ EXERCISES = ROOT / "exercises"
 SOLUTIONS = ROOT / "solutions"
 
 PASSED, TODO, FAILING, ERROR = "passed", "not implemented yet", "failing", "error"
+# what an exercise notebook's check cell raises: the guard's plain forms, or the raw ones
+NOT_DONE_NAMES = ("NotDone", "NotImplementedError")
+FAILED_NAMES = ("CheckFailed", "AssertionError")
 
 
 @dataclass
@@ -106,9 +109,9 @@ def report(path: Path | str) -> NotebookReport:
         grade_id = meta.get("grade_id", f"cell {index}")
         if error is None:
             results.append(Result(grade_id, points, PASSED))
-        elif error.get("ename") == "NotImplementedError":
+        elif error.get("ename") in NOT_DONE_NAMES:
             results.append(Result(grade_id, points, TODO))
-        elif error.get("ename") == "AssertionError":
+        elif error.get("ename") in FAILED_NAMES:
             detail = _first_line(error.get("evalue")) or "the check failed"
             results.append(Result(grade_id, points, FAILING, detail))
         else:

@@ -1,0 +1,80 @@
+"""What every chapter's checks share: running learner code, and saying what is wrong in one place.
+
+A check raises `AssertionError` with a plain message (which input, expected versus got, what to
+try) when an answer is wrong, and lets `NotImplementedError` through when the stub is untouched.
+In a notebook the guard (`minilucid_course.checks.guard`) turns those into `CheckFailed` and
+`NotDone`, which IPython shows as their message alone: no traceback through the checker, so none
+of its test cases or expected values.
+
+    from minilucid_course.checks.common import call
+
+    order = call("your topological_order(loss)", topological_order, loss, returns=list)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+NOT_DONE = (
+    "not done yet: {what} still raises NotImplementedError. Write your answer in its cell, run "
+    "that cell, then run this one again."
+)
+
+
+class CheckFailed(AssertionError):
+    """A failed check. Jupyter shows its message alone, not a traceback through the checker."""
+
+    def _render_traceback_(self) -> list[str]:
+        lines = str(self).splitlines() or ["the check failed"]
+        return ["✗ " + lines[0], *lines[1:]]
+
+
+class NotDone(NotImplementedError):
+    """An exercise whose stub is untouched: one line, "not done yet"."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
+
+
+def type_name(value) -> str:
+    return "None" if value is None else type(value).__name__
+
+
+def call(what: str, fn, *args, returns: type | tuple | None = None, hint: str = "", **kwargs):
+    """Run learner code `fn(*args, **kwargs)`, described to the learner as `what`.
+
+    NotImplementedError passes through (not done yet); an AssertionError the learner's code
+    raises, a crash, a recursion limit, or (with `returns`) a result of another type becomes an
+    AssertionError of one plain line. NumPy's warnings are silenced while it runs: a check
+    judges results, and a warning printed to stderr would cost the points under nbgrader.
+    """
+    try:
+        with np.errstate(all="ignore"):
+            result = fn(*args, **kwargs)
+    except NotImplementedError:
+        raise
+    except RecursionError:
+        raise AssertionError(
+            f"{what} hit Python's recursion limit (RecursionError). Walk the graph with an "
+            "explicit stack - a list you append to and pop from - instead of recursive calls."
+        ) from None
+    except Exception as error:  # the learner's own bug, in one line
+        text = str(error).strip().splitlines()
+        message = f"{what} raised {type(error).__name__}" + (f": {text[0]}" if text else "")
+        raise AssertionError(message + (f". {hint}" if hint else "")) from None
+    if returns is not None and not isinstance(result, returns):
+        wanted = (
+            " or ".join(t.__name__ for t in returns)
+            if isinstance(returns, tuple)
+            else returns.__name__
+        )
+        extra = " (did you forget `return`?)" if result is None else ""
+        raise AssertionError(
+            f"{what} returned {type_name(result)}{extra}; it should return a {wanted}"
+        )
+    return result
+
+
+def number(x) -> str:
+    """A number as a check prints it: six significant digits."""
+    return f"{float(x):.6g}"
