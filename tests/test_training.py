@@ -30,7 +30,7 @@ class Run:
         ml.manual_seed(seed)
         self.model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
         self.optimizer = optim.Adam(self.model.parameters(), lr=0.01)
-        self.scheduler = optim.lr_scheduler.StepLR(self.optimizer, step_size=1, gamma=0.5)
+        self.scheduler = optim.lr_scheduler.StepLR(self.optimizer, step_size=2, gamma=0.5)
         self.generator = np.random.default_rng(seed)
         self.loader = DataLoader(
             small_digits(), batch_size=24, shuffle=True, generator=self.generator
