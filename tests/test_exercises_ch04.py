@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from nbharness import rejected, run_check, with_answer
+from nbharness import rejected, run_check, unanswered, with_answer
 
 import minilucid as ml
 from minilucid.ops.broadcast import sum_to_shape
@@ -108,46 +108,46 @@ def test_ex1_unanswered_raises_not_implemented():
 
 
 # --------------------------------------------------------------------------------------------
-# Exercise 2: MatMul.backward
+# Exercise 4: MatMul.backward
 
-EX2 = ("ex04_2_matmul_backward_check", "ex04_2_matmul_backward_answer")
+EX4 = ("ex04_4_matmul_backward_check", "ex04_4_matmul_backward_answer")
 
 
-def test_ex2_solution_passes(capsys):
-    run_check(NB, EX2[0])
+def test_ex4_solution_passes(capsys):
+    run_check(NB, EX4[0])
     assert "batched operands work too" in capsys.readouterr().out
 
 
-def test_ex2_2d_only_solution_passes_without_batches(capsys):
-    right_2d = _solved(EX2[1], "return grad @ b.T, a.T @ grad")
-    run_check(NB, EX2[0], replace={EX2[1]: right_2d})
+def test_ex4_2d_only_solution_passes_without_batches(capsys):
+    right_2d = _solved(EX4[1], "return grad @ b.T, a.T @ grad")
+    run_check(NB, EX4[0], replace={EX4[1]: right_2d})
     assert "batched operands: not yet (optional)" in capsys.readouterr().out
 
 
-def test_ex2_rejects_transposed_gradients():
-    wrong = _solved(EX2[1], "return b @ grad.T, grad.T @ a")
-    _rejected(*EX2, wrong, "the gradient for A", "expected shape (2, 3), got shape (3, 2)")
+def test_ex4_rejects_transposed_gradients():
+    wrong = _solved(EX4[1], "return b @ grad.T, grad.T @ a")
+    _rejected(*EX4, wrong, "the gradient for A", "expected shape (2, 3), got shape (3, 2)")
 
 
-def test_ex2_rejects_missing_transposes():
-    _rejected(*EX2, _solved(EX2[1], "return grad @ b, a @ grad"), "raised ValueError")
+def test_ex4_rejects_missing_transposes():
+    _rejected(*EX4, _solved(EX4[1], "return grad @ b, a @ grad"), "raised ValueError")
 
 
-def test_ex2_rejects_swapped_operands_on_square_matrices():
+def test_ex4_rejects_swapped_operands_on_square_matrices():
     # right shapes for every square case, wrong numbers
     wrong = _solved(
-        EX2[1],
+        EX4[1],
         """
 if a.shape[0] == a.shape[1] == b.shape[1]:
     return b.T @ grad, grad @ a.T
 return grad @ b.T, a.T @ grad
 """,
     )
-    _rejected(*EX2, wrong, "(3, 3)", "wrong at entry")
+    _rejected(*EX4, wrong, "(3, 3)", "wrong at entry")
 
 
-def test_ex2_rejects_gradients_in_the_wrong_order():
-    _rejected(*EX2, _solved(EX2[1], "return a.T @ grad, grad @ b.T"), "the gradient for A")
+def test_ex4_rejects_gradients_in_the_wrong_order():
+    _rejected(*EX4, _solved(EX4[1], "return a.T @ grad, grad @ b.T"), "the gradient for A")
 
 
 # --------------------------------------------------------------------------------------------
@@ -202,31 +202,31 @@ def test_ex3_rejects_gradient_not_scattered_back():
 
 
 # --------------------------------------------------------------------------------------------
-# Exercise 4 (optional): the backward of mean over dims
+# Exercise 2: the backward of mean over dims
 
-EX4 = ("ex04_4_mean_backward_check", "ex04_4_mean_backward_answer")
+EX2 = ("ex04_2_mean_backward_check", "ex04_2_mean_backward_answer")
 
 
-def test_ex4_solution_passes(capsys):
-    run_check(NB, EX4[0])
+def test_ex2_solution_passes(capsys):
+    run_check(NB, EX2[0])
     assert "✓ MyMean.backward" in capsys.readouterr().out
 
 
-def test_ex4_rejects_broadcast_without_restoring_dims():
+def test_ex2_rejects_broadcast_without_restoring_dims():
     wrong = _solved(
-        EX4[1],
+        EX2[1],
         """
 n = np.prod([ctx.in_shape[i] for i in ctx.axes])
 return np.broadcast_to(grad / n, ctx.in_shape)
 """,
     )
-    _rejected(*EX4, wrong, "dim=1")
+    _rejected(*EX2, wrong, "dim=1")
 
 
-def test_ex4_rejects_square_input_filled_by_columns():
+def test_ex2_rejects_square_input_filled_by_columns():
     # right wherever the shapes refuse to broadcast the wrong way; wrong for the square input
     wrong = _solved(
-        EX4[1],
+        EX2[1],
         """
 n = np.prod([ctx.in_shape[i] for i in ctx.axes])
 try:
@@ -237,31 +237,133 @@ except ValueError:
     return np.broadcast_to(grad / n, ctx.in_shape)
 """,
     )
-    _rejected(*EX4, wrong, "x of shape (4, 4)", "wrong at entry")
+    _rejected(*EX2, wrong, "x of shape (4, 4)", "wrong at entry")
 
 
-def test_ex4_rejects_dividing_by_the_total_size():
+def test_ex2_rejects_dividing_by_the_total_size():
     wrong = _solved(
-        EX4[1],
+        EX2[1],
         """
 if not ctx.keepdim:
     grad = np.expand_dims(grad, ctx.axes)
 return np.broadcast_to(grad / np.prod(ctx.in_shape), ctx.in_shape)
 """,
     )
-    _rejected(*EX4, wrong, "dim=1", "1/4")
+    _rejected(*EX2, wrong, "dim=1", "1/4")
 
 
-def test_ex4_rejects_forgotten_division():
+def test_ex2_rejects_forgotten_division():
     wrong = _solved(
-        EX4[1],
+        EX2[1],
         """
 if not ctx.keepdim:
     grad = np.expand_dims(grad, ctx.axes)
 return np.broadcast_to(grad, ctx.in_shape)
 """,
     )
-    _rejected(*EX4, wrong, "wrong at entry")
+    _rejected(*EX2, wrong, "wrong at entry")
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 5 (a real problem): the gradients of a batched matmul whose batch dimensions broadcast
+
+EX5 = ("ex04_5_batched_matmul_check", "ex04_5_batched_matmul_answer")
+
+_SUM_BACK = """
+def summed_to(g, shape):
+    extra = g.ndim - len(shape)
+    g = g.sum(axis=tuple(range(extra)))
+    stretched = tuple(i for i, (n, s) in enumerate(zip(g.shape, shape)) if n != s)
+    return g.sum(axis=stretched, keepdims=True)
+
+"""
+
+
+def test_ex5_solution_passes(capsys):
+    run_check(NB, EX5[0])
+    assert "✓ matmul_backward" in capsys.readouterr().out
+
+
+def test_ex5_unanswered_raises_not_implemented():
+    unanswered(NB, *EX5)
+
+
+def test_ex5_rejects_the_2d_formulas_without_summing_the_batch():
+    wrong = _solved(EX5[1], "return grad @ np.swapaxes(b, -1, -2), np.swapaxes(a, -1, -2) @ grad")
+    _rejected(*EX5, wrong, "(5, 2, 3), b (3, 4)", "the gradient for b", "summed over it")
+
+
+def test_ex5_rejects_transposing_with_dot_t():
+    # .T reverses every dimension of a stack, not just the last two
+    _rejected(*EX5, _solved(EX5[1], _SUM_BACK + "return summed_to(grad @ b.T, a.shape), "
+                                    "summed_to(a.T @ grad, b.shape)"), "matmul_backward")
+
+
+def test_ex5_rejects_dropping_stretched_batch_dimensions():
+    # sums the leading dimensions only, so a batch dimension of size 1 is lost or kept unsummed
+    wrong = _solved(
+        EX5[1],
+        """
+grad_a = grad @ np.swapaxes(b, -1, -2)
+grad_b = np.swapaxes(a, -1, -2) @ grad
+while grad_a.ndim > a.ndim:
+    grad_a = grad_a.sum(axis=0)
+while grad_b.ndim > b.ndim:
+    grad_b = grad_b.sum(axis=0)
+return grad_a, grad_b
+""",
+    )
+    _rejected(*EX5, wrong, "(2, 1, 3, 4)", "expected shape", "keeping a stretched dimension")
+
+
+def test_ex5_rejects_squeezing_size_one_batch_dimensions():
+    wrong = _solved(
+        EX5[1],
+        _SUM_BACK
+        + """
+grad_a = summed_to(grad @ np.swapaxes(b, -1, -2), a.shape)
+grad_b = summed_to(np.swapaxes(a, -1, -2) @ grad, b.shape)
+return grad_a.reshape(grad_a.shape[-2:]) if a.shape[0] == 1 else grad_a, grad_b
+""",
+    )
+    _rejected(*EX5, wrong, "(1, 3, 4)", "expected shape (1, 3, 4)")
+
+
+def test_ex5_rejects_averaging_the_uses_instead_of_adding_them():
+    averaged = _SUM_BACK.replace(".sum(", ".mean(")
+    right_order = """
+return (summed_to(grad @ np.swapaxes(b, -1, -2), a.shape),
+        summed_to(np.swapaxes(a, -1, -2) @ grad, b.shape))
+"""
+    _rejected(*EX5, _solved(EX5[1], averaged + right_order), "wrong at entry")
+
+
+def test_ex5_rejects_gradients_in_the_wrong_order():
+    wrong = _solved(
+        EX5[1],
+        _SUM_BACK
+        + """
+return (summed_to(np.swapaxes(a, -1, -2) @ grad, b.shape),
+        summed_to(grad @ np.swapaxes(b, -1, -2), a.shape))
+""",
+    )
+    _rejected(*EX5, wrong, "the gradient for a")
+
+
+def test_ex5_rejects_swapped_operands_on_square_matrices():
+    # (3, 3) @ (2, 3, 3): every shape fits, the numbers do not
+    wrong = _solved(
+        EX5[1],
+        _SUM_BACK
+        + """
+if a.shape[-1] == a.shape[-2] == b.shape[-1]:
+    return (summed_to(np.swapaxes(b, -1, -2) @ grad, a.shape),
+            summed_to(grad @ np.swapaxes(a, -1, -2), b.shape))
+return (summed_to(grad @ np.swapaxes(b, -1, -2), a.shape),
+        summed_to(np.swapaxes(a, -1, -2) @ grad, b.shape))
+""",
+    )
+    _rejected(*EX5, wrong, "wrong at entry")
 
 
 # --------------------------------------------------------------------------------------------

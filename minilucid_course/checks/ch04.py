@@ -409,3 +409,79 @@ def check_mean_backward(op):
         "in a real graph and under gradcheck"
     )
     return picture
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 5 (a real problem): the gradients of a batched matmul, batch dimensions broadcast
+
+BATCHED_SHAPES = (
+    ((2, 3), (3, 4)),
+    ((5, 2, 3), (3, 4)),
+    ((3, 4), (6, 4, 2)),
+    ((5, 2, 3), (5, 3, 4)),
+    ((2, 1, 3, 4), (5, 4, 2)),
+    ((1, 3, 4), (6, 4, 2)),
+    ((4, 1, 2, 3), (1, 5, 3, 2)),
+    ((3, 3), (2, 3, 3)),
+)
+
+
+def _reference_matmul_grads(a: np.ndarray, b: np.ndarray, g: np.ndarray) -> tuple:
+    """Per-matrix formulas on the broadcast batch, then summed back to each operand's shape."""
+    full_a = g @ np.swapaxes(b, -1, -2)
+    full_b = np.swapaxes(a, -1, -2) @ g
+    return _reference_sum_to_shape(full_a, a.shape), _reference_sum_to_shape(full_b, b.shape)
+
+
+def check_batched_matmul(matmul_backward):
+    """matmul_backward(a, b, grad) -> (grad_a, grad_b), each of exactly its operand's shape."""
+    rng = np.random.default_rng(6)
+    for shape_a, shape_b in BATCHED_SHAPES:
+        a, b = rng.normal(size=shape_a), rng.normal(size=shape_b)
+        g = rng.normal(size=(a @ b).shape)
+        what = f"matmul_backward with a {shape_a}, b {shape_b} (z = a @ b has shape {g.shape})"
+        grads = _two_gradients(what, _call(what, matmul_backward, a.copy(), b.copy(), g.copy()))
+        expected = _reference_matmul_grads(a, b, g)
+        for name, got, want, shape in (
+            ("a", grads[0], expected[0], shape_a),
+            ("b", grads[1], expected[1], shape_b),
+        ):
+            note = ""
+            got_shape = np.shape(got)
+            if got_shape != shape:
+                batch = (a @ b).shape[:-2]
+                note = (
+                    f" - {name} has shape {shape}: every batch dimension that broadcasting added "
+                    f"to it (or stretched from size 1) was used once per entry of the batch "
+                    f"{batch}, so its gradient must be summed over it"
+                )
+                if len(got_shape) == len(shape):
+                    note += ", keeping a stretched dimension as size 1"
+            _compare(f"{what}: the gradient for {name}", got, want, note)
+
+    # In the engine: an op whose backward is yours, under gradcheck on a broadcast batch.
+    from minilucid.function import Function
+
+    class YourMatMul(Function):
+        """Z = A @ B, with your matmul_backward as its backward"""
+
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a @ b
+
+        @staticmethod
+        def backward(ctx, grad):
+            a, b = ctx.saved_tensors
+            return tuple(matmul_backward(a, b, grad))
+
+    a0, b0 = rng.normal(size=(2, 1, 2, 3)), rng.normal(size=(4, 3, 2))
+    _graph_check(
+        "gradcheck of an op whose backward is your matmul_backward, (2, 1, 2, 3) @ (4, 3, 2)",
+        lambda x, w: YourMatMul.apply(x, w),
+        (_leaf(a0, "A"), _leaf(b0, "B")),
+    )
+    print(
+        f"✓ matmul_backward: both gradients right, of exactly their operands' shapes, for "
+        f"{len(BATCHED_SHAPES)} pairs whose batch dimensions broadcast, and under gradcheck"
+    )
