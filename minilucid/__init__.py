@@ -9,6 +9,8 @@ from minilucid import nn, optim
 from minilucid.autograd import grad
 from minilucid.creation import (
     arange,
+    as_tensor,
+    from_numpy,
     manual_seed,
     ones,
     ones_like,
@@ -30,12 +32,14 @@ __all__ = [
     "Tensor",
     "abs",
     "arange",
+    "as_tensor",
     "cat",
     "clamp",
     "enable_grad",
     "exp",
     "float32",
     "float64",
+    "from_numpy",
     "grad",
     "gradcheck",
     "int64",

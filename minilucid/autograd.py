@@ -11,7 +11,9 @@ Tensors themselves are the keys of `visited` and `grads`: a tensor hashes by ide
 
 import numpy as np
 
+from minilucid.grad_mode import VERSIONS
 from minilucid.ops.broadcast import sum_to_shape
+from minilucid.ops.inplace import check_saved
 from minilucid.tensor import Tensor, _plain
 
 ndarray = np.ndarray
@@ -49,7 +51,7 @@ def topological_order(root: Tensor) -> list:
         stack.append(node)  # again, to be put in `order` once its parents are
         flags.append(True)
         for parent in reversed(parents):
-            if isinstance(parent, Tensor) and parent.requires_grad and parent not in visited:
+            if isinstance(parent, Tensor) and parent._requires_grad and parent not in visited:
                 stack.append(parent)
                 flags.append(False)
     return order
@@ -71,7 +73,7 @@ def backward(
     (tensor, grad, [(parent, grad sent to it, shape before broadcasting was summed away), ...]),
     one entry per parent; what a constant is sent is recorded as the op returned it.
     """
-    if not root.requires_grad:
+    if not root._requires_grad:
         raise RuntimeError(
             "backward: this tensor does not require grad and has no graph behind it. "
             "Create its inputs with requires_grad=True."
@@ -80,6 +82,7 @@ def backward(
     order = sort(root)
     wanted = None if inputs is None else {id(t): t for t in inputs}
     found = {}
+    now = VERSIONS.clock  # an op recorded before now may have seen values changed in place since
     for node in reversed(order):
         grad = grads.pop(node, None)
         if grad is None:
@@ -99,6 +102,8 @@ def backward(
             if trace is not None:
                 trace.append((node, grad, []))
             continue
+        if ctx.version != now:
+            check_saved(ctx)
         sent = ctx.backward(ctx, grad)
         if type(sent) is not tuple:
             sent = (sent,)
@@ -108,7 +113,7 @@ def backward(
         record = [] if trace is not None else None
         for parent, g in zip(parents, sent, strict=False):  # lengths compared above
             # only tensors that require grad take part; constants and None gradients drop out
-            if g is None or not isinstance(parent, Tensor) or not parent.requires_grad:
+            if g is None or not isinstance(parent, Tensor) or not parent._requires_grad:
                 if record is not None:
                     record.append((parent, g, None))
                 continue

@@ -8,8 +8,31 @@ _rng = np.random.default_rng(0)  # replaced by manual_seed
 
 
 def tensor(data, requires_grad: bool = False, dtype=None, name: str | None = None) -> Tensor:
-    """A new tensor from a number, (nested) list or NumPy array; PyTorch's `torch.tensor`."""
-    return Tensor(data, requires_grad=requires_grad, dtype=dtype, name=name)
+    """A new leaf with a copy of a number, (nested) list, NumPy array or tensor; `torch.tensor`."""
+    array = data.data if isinstance(data, Tensor) else data
+    t = Tensor(array, dtype=dtype, name=name)
+    if t.data is array:  # Tensor() keeps an array it can use as it is; tensor() never shares
+        t.data = array.copy()
+    return t.requires_grad_(requires_grad) if requires_grad else t
+
+
+def as_tensor(data, dtype=None) -> Tensor:
+    """`data` as a tensor, sharing its memory where it can: a tensor of the right dtype is
+    returned as it is, a NumPy array of the right dtype is wrapped without a copy."""
+    if isinstance(data, Tensor) and (dtype is None or data.dtype == dtype):
+        return data
+    return Tensor(data.data if isinstance(data, Tensor) else data, dtype=dtype)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor that shares the NumPy array's memory and keeps its dtype: a change to one is a
+    change to the other."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(
+            f"from_numpy: expected a NumPy array, got {type(array).__name__}; "
+            "use ml.tensor(...) for Python data"
+        )
+    return Tensor(array)
 
 
 def zeros(*shape, dtype=float32, requires_grad: bool = False) -> Tensor:

@@ -7,8 +7,8 @@ inputs as the parents of the new tensor.
 
 import numpy as np
 
-from minilucid.grad_mode import GRAD_MODE
-from minilucid.tensor import Tensor, _as_array
+from minilucid.grad_mode import GRAD_MODE, VERSIONS
+from minilucid.tensor import Tensor, _as_array, _type_name
 
 ndarray = np.ndarray
 
@@ -20,7 +20,7 @@ class Function:
     to its `parents` and holds what `forward` saved for `backward`.
     """
 
-    __slots__ = ("parents", "saved_tensors", "options")
+    __slots__ = ("parents", "saved_tensors", "options", "version")
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}>"
@@ -38,7 +38,7 @@ class Function:
 
     @property
     def needs_input_grad(self) -> tuple:
-        return tuple(isinstance(p, Tensor) and p.requires_grad for p in self.parents)
+        return tuple(isinstance(p, Tensor) and p._requires_grad for p in self.parents)
 
     @classmethod
     def apply(cls, *inputs, **options) -> Tensor:
@@ -48,12 +48,14 @@ class Function:
         for x in inputs:
             if isinstance(x, Tensor):
                 arrays.append(x.data)
-                if x.requires_grad:
+                if x._requires_grad:
                     requires_grad = True
             elif type(x) is list:  # Python data follows Tensor's rule: floats become float32
                 arrays.append(_as_array(x, None, cls.__name__.lower()))
-            else:
+            elif isinstance(x, PLAIN):
                 arrays.append(x)
+            else:  # another library's tensor, say: NumPy would mangle it, so say what it is
+                raise _foreign(cls, x)
         try:
             # Nearly every call has one or two arrays and no options, so those calls are written
             # out: f(*args, **kwargs) costs Python about 0.15 us more than f(a, b).
@@ -77,14 +79,26 @@ class Function:
         out._retains_grad = False
         if requires_grad and GRAD_MODE.enabled:
             ctx.parents = inputs
+            ctx.version = VERSIONS.clock  # backward checks that nothing saved changed since
             if options:  # keyword options (dim=, shape=, ...) stay readable, e.g. for pictures
                 ctx.options = options
             out._ctx = ctx
-            out.requires_grad = True
+            out._requires_grad = True
         else:
             out._ctx = None
-            out.requires_grad = False
+            out._requires_grad = False
         return out
+
+
+PLAIN = (ndarray, np.generic, int, float, tuple)  # what ops take besides tensors and lists
+
+
+def _foreign(cls, x) -> TypeError:
+    return TypeError(
+        f"{cls.__name__.lower()}: cannot combine a minilucid tensor with {_type_name(x)}; pass "
+        "numbers, NumPy arrays or minilucid tensors (for a torch tensor t: "
+        "ml.tensor(t.detach().numpy()))"
+    )
 
 
 def _explain(cls, arrays, error: ValueError) -> ValueError:

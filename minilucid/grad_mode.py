@@ -1,4 +1,7 @@
-"""Switching graph building off and on: `no_grad`, `enable_grad`, `set_grad_enabled`."""
+"""Switching graph building off and on: `no_grad`, `enable_grad`, `set_grad_enabled`.
+
+Also the clock of in-place changes, which every recorded op reads (see `minilucid.ops.inplace`).
+"""
 
 
 class _GradMode:
@@ -9,6 +12,17 @@ class _GradMode:
 
 
 GRAD_MODE = _GradMode()  # read by Function.apply on every op
+
+
+class _Versions:
+    __slots__ = ("clock", "stamps")
+
+    def __init__(self) -> None:
+        self.clock = 0  # advanced by every in-place change
+        self.stamps = {}  # id(array) -> (weak reference to it, clock of its last change, op)
+
+
+VERSIONS = _Versions()  # Function.apply notes VERSIONS.clock in every op it records
 
 
 def is_grad_enabled() -> bool:

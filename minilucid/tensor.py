@@ -26,27 +26,61 @@ def _as_array(data, dtype, where: str) -> np.ndarray:
         except ValueError:
             raise ValueError(
                 f"{where}: the nested lists are ragged - every row must have the same length "
-                f"(got {_row_lengths(data)}). Pad the rows or build one tensor per row."
+                f"(got {_ragged_place(data)}). Pad the rows or build one tensor per row."
             ) from None
         if dtype is None and array.dtype.kind == "f":
             dtype = float32
     if array.dtype.kind not in "biuf":  # bool, int, unsigned int, float
         raise TypeError(
-            f"{where}: cannot make a tensor from {type(data).__name__} data of dtype "
+            f"{where}: cannot make a tensor from {_type_name(data)} data of dtype "
             f"{array.dtype}; use numbers, (nested) lists of numbers or a NumPy array of numbers"
         )
     return array if dtype is None or array.dtype == dtype else array.astype(dtype)
 
 
-def _row_lengths(data) -> str:
-    rows = [len(r) if isinstance(r, list | tuple) else "scalar" for r in data]
-    return "row lengths " + ", ".join(str(n) for n in rows)
+def _ragged_place(data) -> str:
+    """Where nested lists first disagree, level by level: 'row lengths 2, 1' at the top level,
+    else the two entries (by index path) whose lengths differ."""
+    level = [(f"[{i}]", row) for i, row in enumerate(data)]
+    top = True
+    while level:
+        sizes = [_len(x) for _, x in level]
+        if len(set(sizes)) > 1:
+            if top:
+                return "row lengths " + ", ".join(_size(n) for n in sizes)
+            odd = next(k for k, n in enumerate(sizes) if n != sizes[0])
+            return (
+                f"the entry {level[odd][0]} {_has(sizes[odd])}, "
+                f"the entry {level[0][0]} {_has(sizes[0])}"
+            )
+        if sizes[0] is None:
+            break
+        level = [(f"{path}[{j}]", item) for path, row in level for j, item in enumerate(row)]
+        top = False
+    return "rows of different lengths"
+
+
+def _len(x):
+    return len(x) if isinstance(x, list | tuple) else None
+
+
+def _size(n) -> str:
+    return "scalar" if n is None else str(n)
+
+
+def _has(n) -> str:
+    return "is a number" if n is None else f"has length {n}"
+
+
+def _type_name(x) -> str:
+    kind, module = type(x), type(x).__module__
+    return kind.__name__ if module == "builtins" else f"{module}.{kind.__qualname__}"
 
 
 class Tensor:
     """A NumPy array that remembers how it was computed, so that gradients can flow back."""
 
-    __slots__ = ("data", "grad", "requires_grad", "name", "_ctx", "_hooks", "_retains_grad")
+    __slots__ = ("data", "grad", "_requires_grad", "name", "_ctx", "_hooks", "_retains_grad")
     __hash__ = object.__hash__  # `==` is elementwise, identity is the hash
     __array_ufunc__ = None  # `array + t` calls t.__radd__ instead of NumPy looping over t
 
@@ -59,7 +93,7 @@ class Tensor:
         self._ctx = None  # the op that created this tensor; None for a leaf
         self._hooks = None
         self._retains_grad = False
-        self.requires_grad = False
+        self._requires_grad = False
         if requires_grad:
             self.requires_grad_(True)
 
@@ -250,11 +284,57 @@ class Tensor:
                 "requires_grad_: this tensor was computed by an op; use .detach() to cut it "
                 "out of the graph instead"
             )
-        self.requires_grad = bool(requires_grad)
+        self._requires_grad = bool(requires_grad)
         return self
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, requires_grad: bool) -> None:
+        self.requires_grad_(requires_grad)
 
     def detach(self):
         return Tensor(self.data, name=self.name)
+
+    def __iadd__(self, other):
+        return update(self, "add_", other)
+
+    def __isub__(self, other):
+        return update(self, "sub_", other)
+
+    def __imul__(self, other):
+        return update(self, "mul_", other)
+
+    def __itruediv__(self, other):
+        return update(self, "div_", other)
+
+    def add_(self, other, *, alpha=1):
+        return update(self, "add_", other, alpha)
+
+    def sub_(self, other, *, alpha=1):
+        return update(self, "sub_", other, alpha)
+
+    def mul_(self, other):
+        return update(self, "mul_", other)
+
+    def div_(self, other):
+        return update(self, "div_", other)
+
+    def zero_(self):
+        return overwrite(self, "zero_", 0)
+
+    def fill_(self, value):
+        return overwrite(self, "fill_", value)
+
+    def copy_(self, src):
+        return overwrite(self, "copy_", src)
+
+    def __array__(self, dtype=None, copy=None):
+        if copy:
+            return np.array(self.data, dtype=dtype, copy=True)
+        return self.data if dtype is None else self.data.astype(dtype, copy=False)
 
     def retain_grad(self) -> None:
         if not self.requires_grad:
@@ -303,6 +383,7 @@ def _plain(x):
 # Ops need Tensor, so they are imported after it; the methods above look them up at call time.
 from minilucid.autograd import backward  # noqa: E402
 from minilucid.ops.elementwise import Add, Div, Mul, Neg, Pow, Sub  # noqa: E402
+from minilucid.ops.inplace import overwrite, update  # noqa: E402
 from minilucid.ops.linalg import MatMul  # noqa: E402
 from minilucid.ops.reduce import Max, Mean, Min, Sum  # noqa: E402
 from minilucid.ops.shape import (  # noqa: E402

@@ -85,7 +85,11 @@ class Neg(Function):
 
 
 class Pow(Function):
-    """z = a ** b;  dz/da = b * a ** (b - 1),  dz/db = z * log(a)"""
+    """z = a ** b;  dz/da = b * a ** (b - 1),  dz/db = z * log(a)
+
+    At the corners PyTorch's conventions: dz/da = 0 where b = 0 (a ** 0 is the constant 1, also
+    at a = 0, where the formula would give 0 * inf), and dz/db = 0 where a = 0 and b >= 0.
+    """
 
     __slots__ = ()
 
@@ -97,9 +101,14 @@ class Pow(Function):
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        grad_a = grad * b * a ** (b - 1)
+        if np.ndim(b) == 0:  # the usual x ** 2, x ** 0.5, ...
+            grad_a = grad * b * a ** (b - 1) if b != 0 else np.zeros_like(grad)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                grad_a = np.where(b == 0, 0, grad * b * a ** (b - 1))
         if not ctx.needs_input_grad[1]:
             return grad_a, None
         with np.errstate(divide="ignore", invalid="ignore"):
-            grad_b = grad * a**b * np.log(a)  # defined for a > 0 only, as in calculus
+            # defined for a > 0 as in calculus; at a = 0 (b >= 0) the limit from the right, 0
+            grad_b = np.where((a == 0) & (b >= 0), 0, grad * a**b * np.log(a))
         return grad_a, grad_b

@@ -18,6 +18,8 @@ class Sum(Function):
     @staticmethod
     def forward(ctx, a, dim=None, keepdim=False):
         ctx.in_shape, ctx.axes, ctx.keepdim = a.shape, _axes(dim, a.ndim, "sum"), keepdim
+        if a.dtype == np.float16:  # add up in float32, as PyTorch does: float16 runs out early
+            return a.sum(axis=ctx.axes, keepdims=keepdim, dtype=np.float32).astype(np.float16)
         return a.sum(axis=ctx.axes, keepdims=keepdim)
 
     @staticmethod
@@ -40,11 +42,18 @@ class Mean(Function):
     @staticmethod
     def backward(ctx, grad):
         count = np.prod([ctx.in_shape[i] for i in ctx.axes], dtype=np.int64)
-        return np.broadcast_to(_restore(grad, ctx) / grad.dtype.type(count), ctx.in_shape)
+        if grad.dtype.itemsize < 4:  # float16 ends at 65504: divide by the count in float32
+            share = (_restore(grad, ctx).astype(np.float32) / count).astype(grad.dtype)
+        else:
+            share = _restore(grad, ctx) / grad.dtype.type(count)
+        return np.broadcast_to(share, ctx.in_shape)
 
 
 class Max(Function):
-    """z = max of a over dim;  dz/da = 1 at the maximum (shared equally by ties), else 0"""
+    """z = max of a over dim;  dz/da = 1 at the maximum (shared equally by ties), else 0
+
+    As in PyTorch, a nan is the maximum of anything and takes the gradient.
+    """
 
     __slots__ = ("axes", "keepdim")
 
@@ -92,7 +101,10 @@ def _extreme(ctx, a, dim, keepdim, reduce, op: str):
     if a.size == 0:
         raise ValueError(f"{op}: the tensor of shape {a.shape} is empty")
     out = reduce(a, axis=ctx.axes, keepdims=True)
-    ctx.save_for_backward(a == out)
+    hits = a == out
+    if out.dtype.kind == "f" and np.isnan(out).any():  # nan wins, and takes the gradient
+        hits |= np.isnan(a) & np.isnan(out)
+    ctx.save_for_backward(hits)
     return out if keepdim else np.squeeze(out, ctx.axes)
 
 

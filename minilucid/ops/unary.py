@@ -118,7 +118,9 @@ class Sigmoid(Function):
 
     @staticmethod
     def forward(ctx, a):
-        out = 0.5 * (1 + np.tanh(0.5 * a))  # the same function, without exp overflowing
+        e = np.exp(-np.abs(a))  # exp of a number <= 0: it cannot overflow
+        # a >= 0: 1 / (1 + exp(-a));  a < 0: exp(a) / (1 + exp(a)), exact in the left tail too
+        out = np.where(a >= 0, 1, e) / (1 + e)
         ctx.save_for_backward(out)
         return out
 

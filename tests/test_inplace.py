@@ -1,0 +1,252 @@
+"""In-place updates follow PyTorch's rules, and a value saved for backward cannot change unseen.
+
+- `+= -= *= /=` and `add_ sub_ mul_ div_ zero_ fill_ copy_` change the tensor itself (the same
+  object, the same array);
+- on a leaf that requires grad they are allowed only under `no_grad`;
+- on a tensor computed by an op (recording on) they are recorded: the tensor becomes the output
+  of the in-place op, and gradients flow through it;
+- backward refuses, naming the op, to use a value that was changed in place after an op saved
+  it; writing through `.data` is not tracked (as in PyTorch).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+import minilucid as ml
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+
+
+def leaf(values):
+    """A float64 leaf that requires grad: a parameter."""
+    return ml.tensor(np.asarray(values, dtype=np.float64), requires_grad=True)
+
+
+# --------------------------------------------------------------------------------------------
+# The update every training loop writes
+
+
+def test_sgd_update_with_augmented_assignment_changes_the_parameter_itself():
+    w = leaf([1.0, -2.0])
+    before = w
+    array = w.data
+    (w * w).sum().backward()
+    with ml.no_grad():
+        w -= 0.1 * w.grad
+    assert w is before and w.data is array and w.is_leaf and w.requires_grad
+    np.testing.assert_allclose(w.data, [0.8, -1.6])
+
+
+def test_update_over_a_list_of_parameters_reaches_the_list():
+    params = [leaf([1.0]), leaf([[2.0, 3.0]])]
+    loss = (params[0] * 2).sum() + (params[1] * params[1]).sum()
+    loss.backward()
+    with ml.no_grad():
+        for p in params:
+            p -= 0.5 * p.grad
+    np.testing.assert_allclose(params[0].data, [0.0])
+    np.testing.assert_allclose(params[1].data, [[0.0, 0.0]])
+
+
+@pytest.mark.parametrize(
+    "update, expected",
+    [
+        (lambda t: t.__iadd__(2.0), [3.0, 4.0]),
+        (lambda t: t.__isub__(ml.tensor([1.0, 1.0])), [0.0, 1.0]),
+        (lambda t: t.__imul__(np.array([2.0, 3.0])), [2.0, 6.0]),
+        (lambda t: t.__itruediv__(2), [0.5, 1.0]),
+        (lambda t: t.add_(ml.tensor([1.0, 2.0]), alpha=-2), [-1.0, -2.0]),
+        (lambda t: t.sub_(1.0), [0.0, 1.0]),
+        (lambda t: t.mul_(ml.tensor(3.0)), [3.0, 6.0]),
+        (lambda t: t.div_(4.0), [0.25, 0.5]),
+        (lambda t: t.zero_(), [0.0, 0.0]),
+        (lambda t: t.fill_(7.0), [7.0, 7.0]),
+        (lambda t: t.copy_(ml.tensor([5.0, 6.0])), [5.0, 6.0]),
+        (lambda t: t.copy_(np.array(9.0)), [9.0, 9.0]),
+    ],
+)
+def test_each_in_place_op_returns_the_same_tensor_with_new_values(update, expected):
+    t = ml.tensor([1.0, 2.0])
+    array = t.data
+    with ml.no_grad():
+        w = leaf([1.0, 2.0])
+        assert update(w) is w and w.is_leaf and w.requires_grad
+    assert update(t) is t and t.data is array
+    np.testing.assert_allclose(t.data, expected)
+    np.testing.assert_allclose(w.data, expected)
+    assert t.dtype == np.float32 and w.dtype == np.float64
+
+
+def test_in_place_keeps_the_dtype_and_refuses_what_it_cannot_hold():
+    t = ml.tensor([1.0, 2.0])
+    t += np.array([0.5, 0.5])  # float64 into float32: kept float32, as in torch
+    assert t.dtype == np.float32
+    counts = ml.tensor([1, 2])
+    counts += 1
+    np.testing.assert_array_equal(counts.data, [2, 3])
+    with pytest.raises(TypeError, match=r"^add_: .*int64.*float"):
+        counts += 0.5
+    with pytest.raises(ValueError, match=r"^mul_: .*\(3,\).*\(2,\)"):
+        t *= ml.tensor([1.0, 2.0, 3.0])  # the result would need a new shape
+
+
+def test_leaf_that_requires_grad_is_refused_outside_no_grad():
+    w = leaf([1.0, 2.0])
+    for update in (
+        lambda: w.__iadd__(1.0),
+        lambda: w.__isub__(1.0),
+        lambda: w.__imul__(2.0),
+        lambda: w.__itruediv__(2.0),
+        lambda: w.add_(1.0),
+        lambda: w.zero_(),
+        lambda: w.fill_(0.0),
+        lambda: w.copy_(ml.tensor([3.0, 4.0])),
+    ):
+        with pytest.raises(RuntimeError, match=r"leaf tensor that requires grad.*no_grad"):
+            update()
+    np.testing.assert_allclose(w.data, [1.0, 2.0])  # nothing was changed
+    assert w.is_leaf
+
+
+def test_error_names_the_op_and_the_way_out():
+    w = leaf([1.0, 2.0])
+    with pytest.raises(RuntimeError) as info:
+        w -= 1.0
+    message = str(info.value)
+    assert message.startswith("sub_: ") and "with ml.no_grad():" in message
+
+
+# --------------------------------------------------------------------------------------------
+# Recorded in a graph
+
+
+def test_in_place_on_a_non_leaf_is_recorded_and_differentiated():
+    x = leaf([1.0, 2.0, 3.0])
+    h = x * 2
+    h += 1
+    assert not h.is_leaf and type(h.grad_fn).__name__ == "Add"
+    h *= x  # h = (2x + 1) * x
+    (h.sum()).backward()
+    np.testing.assert_allclose(x.grad, 4 * x.data + 1)
+
+
+def test_in_place_with_a_tensor_that_requires_grad_makes_a_constant_part_of_the_graph():
+    w = leaf([0.5, -1.0])
+    total = ml.zeros(2, dtype=ml.float64)
+    total += w * 3
+    total.sum().backward()
+    np.testing.assert_allclose(w.grad, [3.0, 3.0])
+    assert not total.is_leaf
+
+
+def test_zero_fill_copy_on_a_non_leaf_cut_the_gradient_to_the_old_value():
+    x = leaf([1.0, 2.0])
+    src = leaf([3.0, 4.0])
+    h = x * 1.0
+    h.copy_(src)
+    (h * ml.tensor([1.0, 10.0], dtype=ml.float64)).sum().backward()
+    np.testing.assert_allclose(src.grad, [1.0, 10.0])
+    np.testing.assert_allclose(x.grad, [0.0, 0.0])
+
+
+def test_in_place_on_a_view_of_an_input_is_refused_while_recording():
+    x = leaf([[1.0, 2.0], [3.0, 4.0]])
+    h = x * 1.0
+    v = h.reshape(4)  # shares h's array
+    with pytest.raises(RuntimeError, match=r"^add_: .*Reshape.*shares"):
+        v += 1
+    np.testing.assert_allclose(h.data, [[1.0, 2.0], [3.0, 4.0]])
+
+
+# --------------------------------------------------------------------------------------------
+# The version counter: a value saved for backward that changed is an error naming the op
+
+
+def test_changing_a_saved_input_in_place_is_caught_by_backward():
+    w = leaf([1.0, 2.0])
+    x = leaf([3.0, 4.0])
+    y = (w * x).sum()  # Mul saves w and x
+    with ml.no_grad():
+        w += 10  # e.g. an optimiser step before backward
+    with pytest.raises(RuntimeError, match=r"Mul.*changed in place.*add_"):
+        y.backward()
+
+
+def test_changing_a_saved_output_in_place_is_caught():
+    x = leaf([0.0, 1.0])
+    y = x.exp()  # Exp saves its output
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match=r"Exp.*changed in place.*mul_"):
+        y.sum().backward()
+
+
+def test_changing_a_value_that_no_op_saved_is_fine():
+    x = leaf([1.0, 2.0])
+    h = x + 1  # Add saves nothing
+    k = h.sum()
+    with ml.no_grad():
+        x.mul_(5)
+    k.backward()
+    np.testing.assert_allclose(x.grad, [1.0, 1.0])
+
+
+def test_changes_before_the_forward_pass_are_fine():
+    w = leaf([1.0, 2.0])
+    with ml.no_grad():
+        w -= 0.5
+    y = (w * w).sum()
+    y.backward()
+    np.testing.assert_allclose(w.grad, 2 * w.data)
+
+
+def test_a_change_through_a_shared_array_is_caught():
+    w = leaf([1.0, 2.0])
+    y = (w * w).sum()
+    d = w.detach()  # shares w's array, as in PyTorch
+    d.add_(1)
+    with pytest.raises(RuntimeError, match=r"Mul.*changed in place"):
+        y.backward()
+
+
+def test_using_an_old_reference_after_a_recorded_change_is_refused():
+    x = leaf([1.0, 2.0])
+    h = x * 3
+    s = h.sum()  # used h before the change
+    h.add_(1)
+    with pytest.raises(RuntimeError, match=r"Sum.*changed in place"):
+        (s + h.sum()).backward()
+
+
+def test_writing_through_data_is_not_tracked():
+    w = leaf([1.0, 2.0])
+    y = (w * w).sum()
+    w.data += 10  # bypasses the counter, like PyTorch's .data
+    y.backward()
+    np.testing.assert_allclose(w.grad, 2 * w.data)  # the new values, silently
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+def test_in_place_rules_agree_with_torch():
+    import torch
+
+    def program(lib, make):
+        x = make([1.0, 2.0, 3.0])
+        h = x * 2
+        h += 1
+        h *= x
+        h -= x / 2
+        h.div_(lib.tensor([2.0, 4.0, 8.0], dtype=h.dtype))
+        h.sum().backward()
+        return h.detach().numpy(), x.grad
+
+    ours = program(ml, lambda v: leaf(v))
+    theirs = program(torch, lambda v: torch.tensor(v, dtype=torch.float64, requires_grad=True))
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(a, np.asarray(b), rtol=1e-12)
+    w = torch.tensor([1.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        w += 1  # torch refuses the same thing
