@@ -66,6 +66,23 @@ def test_reassigning_keeps_the_place_and_replacing_by_a_plain_value_unregisters(
     assert [n for n, _ in block.named_children()] == ["head"]
 
 
+def test_a_tensor_assigned_over_a_parameter_is_refused_as_in_torch():
+    layer = nn.Linear(2, 3)
+    with pytest.raises(
+        TypeError, match=r"Linear: cannot assign a Tensor to the parameter 'weight'"
+    ):
+        layer.weight = layer.weight * 2
+    model = nn.Sequential(nn.Linear(2, 2))
+    with pytest.raises(TypeError, match=r"Sequential: .* int to the submodule '0'"):
+        setattr(model, "0", 5)
+    assert [n for n, _ in layer.named_parameters()] == ["weight", "bias"]
+    block = Block()
+    block.count = ml.ones(1)  # a buffer takes a plain tensor
+    assert block.state_dict()["count"].item() == 1.0
+    with pytest.raises(TypeError, match="buffer 'count' must be a Tensor or None, not int"):
+        block.count = 3
+
+
 def test_a_shared_parameter_or_module_is_listed_once():
     shared = nn.Linear(3, 3)
     model = nn.Sequential(shared, nn.ReLU(), shared)

@@ -51,7 +51,18 @@ class Module:
                     f"not {type(value).__name__}"
                 )
             self._buffers[name] = value
-        else:  # anything else (None, a number, ...) replaces a parameter or submodule
+        elif value is not None and name in self._parameters:
+            raise TypeError(
+                f"{type(self).__name__}: cannot assign a {type(value).__name__} to the "
+                f"parameter {name!r}; assign an nn.Parameter (or None), or change its numbers "
+                f"in place: self.{name}.data[...] = ..."
+            )
+        elif value is not None and name in self._modules:
+            raise TypeError(
+                f"{type(self).__name__}: cannot assign a {type(value).__name__} to the "
+                f"submodule {name!r}; assign an nn.Module (or None)"
+            )
+        else:  # None removes a parameter or submodule; anything else is a plain attribute
             self._parameters.pop(name, None)
             self._modules.pop(name, None)
         object.__setattr__(self, name, value)
