@@ -13,11 +13,14 @@ from minilucid.autograd import backward
 from minilucid.function import Function
 from minilucid.viz import draw_backward, draw_gradcheck, draw_graph, step_through
 
-HEAD = """digraph {
-\tgraph [fontname=Helvetica fontsize=11 rankdir=LR]
-\tnode [fontname=Helvetica fontsize=10 style=filled]
-\tedge [arrowsize=0.7 fontname=Helvetica fontsize=9]
-"""
+
+def head(rankdir: str) -> str:
+    return (
+        "digraph {\n\tgraph [bgcolor=white fontname=Helvetica fontsize=11 nodesep=0.25 pad=0.1 "
+        f"rankdir={rankdir} ranksep=0.35]\n"
+        "\tnode [fontname=Helvetica fontsize=11 style=filled]\n"
+        "\tedge [arrowsize=0.7 fontname=Helvetica fontsize=10 weight=4]\n"
+    )
 
 
 def small():
@@ -28,20 +31,22 @@ def small():
 
 def test_draw_graph_dot_is_exact():
     *_, y = small()
-    assert draw_graph(y).source == HEAD + (
+    leaf = 'fillcolor="#d6efd0" shape=box style="rounded,filled"'
+    assert draw_graph(y).source == head("LR") + (
         "\tn0 [label=<<b>a</b><br/>(2,) float32  <i>leaf, requires grad</i><br/>[1., 2.]> "
-        'fillcolor="#d6efd0" shape=box style="rounded,filled"]\n'
+        f'{leaf} tooltip="a  (2,) float32\n[1., 2.]"]\n'
         "\tn1 [label=<<b>b</b><br/>() float32  <i>leaf, requires grad</i><br/>3.> "
-        'fillcolor="#d6efd0" shape=box style="rounded,filled"]\n'
+        f'{leaf} tooltip="b  () float32\n3."]\n'
         "\tn2 [label=<<b>t1</b><br/>(2,) float32<br/>[3., 6.]> "
-        'fillcolor="#dbe7f6" shape=box style="rounded,filled"]\n'
+        'fillcolor="#dbe7f6" shape=box style="rounded,filled" tooltip="t1  (2,) float32\n[3., 6.]"]\n'
         '\top2 [label=Mul fillcolor="#f8dcc6" shape=ellipse]\n'
+        "\tn3 [label=<<b>t2</b><br/>() float32  <i>output</i><br/>9.> "
+        'fillcolor="#fde7a6" penwidth=2 shape=box style="rounded,filled" '
+        'tooltip="t2  () float32\n9."]\n'
+        '\top3 [label=Sum fillcolor="#f8dcc6" shape=ellipse]\n'
         "\top2 -> n2\n"
         "\tn0 -> op2\n"
         "\tn1 -> op2\n"
-        "\tn3 [label=<<b>t2</b><br/>() float32  <i>output</i><br/>9.> "
-        'fillcolor="#fde7a6" penwidth=2 shape=box style="rounded,filled"]\n'
-        '\top3 [label=Sum fillcolor="#f8dcc6" shape=ellipse]\n'
         "\top3 -> n3\n"
         "\tn2 -> op3\n"
         "}\n"
@@ -80,15 +85,22 @@ def test_draw_backward_dot_is_exact():
     red, purple, grey = '"#c0392b"', '"#7d3c98"', '"#b8b8b8"'
     step = f"  <font color={red}><b>step {{}}</b></font>"
     grad = f"<font color={red}><b>grad {{}}</b></font>"
-    assert draw_backward(y).source == HEAD + (
+    leaf = 'fillcolor="#d6efd0" shape=box style="rounded,filled"'
+    inner = 'fillcolor="#dbe7f6" shape=box style="rounded,filled"'
+    assert draw_backward(y, rankdir="LR").source == head("LR") + (
         f"\tn0 [label=<<b>a</b>{step.format(4)}<br/>(2,) float32  <i>leaf, requires grad</i>"
         f"<br/>[1., 2.]<br/>{grad.format('[3., 3.]')}> "
-        'fillcolor="#d6efd0" shape=box style="rounded,filled"]\n'
+        f'{leaf} tooltip="a  (2,) float32\n[1., 2.]\ngrad [3., 3.]"]\n'
         f"\tn1 [label=<<b>b</b>{step.format(3)}<br/>() float32  <i>leaf, requires grad</i>"
-        f'<br/>3.<br/>{grad.format("3.")}> fillcolor="#d6efd0" shape=box style="rounded,filled"]\n'
+        f'<br/>3.<br/>{grad.format("3.")}> {leaf} tooltip="b  () float32\n3.\ngrad 3."]\n'
         f"\tn2 [label=<<b>t1</b>{step.format(2)}<br/>(2,) float32<br/>[3., 6.]"
-        f'<br/>{grad.format("[1., 1.]")}> fillcolor="#dbe7f6" shape=box style="rounded,filled"]\n'
+        f"<br/>{grad.format('[1., 1.]')}> {inner} "
+        'tooltip="t1  (2,) float32\n[3., 6.]\ngrad [1., 1.]"]\n'
         '\top2 [label=Mul fillcolor="#f8dcc6" shape=ellipse]\n'
+        f"\tn3 [label=<<b>t2</b>{step.format(1)}<br/>() float32  <i>output</i><br/>9.<br/>"
+        f'<font color={red}>grad 1. (seed)</font>> fillcolor="#fde7a6" penwidth=2 shape=box '
+        'style="rounded,filled" tooltip="t2  () float32\n9.\ngrad 1."]\n'
+        '\top3 [label=Sum fillcolor="#f8dcc6" shape=ellipse]\n'
         f"\top2 -> n2 [color={grey}]\n"
         f"\top2 -> n2 [color={red} dir=back style=dashed]\n"
         f"\tn0 -> op2 [color={grey}]\n"
@@ -96,10 +108,6 @@ def test_draw_backward_dot_is_exact():
         f"\tn1 -> op2 [color={grey}]\n"
         f'\tn1 -> op2 [label="sum over broadcast (2,) -> ()\n3." color={purple} dir=back '
         f"fontcolor={purple} style=bold]\n"
-        f"\tn3 [label=<<b>t2</b>{step.format(1)}<br/>() float32  <i>output</i><br/>9.<br/>"
-        f'<font color={red}>grad 1. (seed)</font>> fillcolor="#fde7a6" penwidth=2 shape=box '
-        'style="rounded,filled"]\n'
-        '\top3 [label=Sum fillcolor="#f8dcc6" shape=ellipse]\n'
         f"\top3 -> n3 [color={grey}]\n"
         f"\top3 -> n3 [color={red} dir=back style=dashed]\n"
         f"\tn2 -> op3 [color={grey}]\n"
@@ -199,7 +207,7 @@ def test_group_clusters_nodes_by_label():
     b = ml.tensor([2.0], requires_grad=True, name="w2")
     y = (a * 2.0 + b).sum()
     label = {"w1": "layer1", "w2": "layer2"}
-    picture = draw_graph(y, group=lambda t: label.get(t.name))
+    picture = draw_graph(y, groups=lambda t: label.get(t.name))
     assert "subgraph cluster_0 {" in picture.source and "label=layer1" in picture.source
     assert picture.text.endswith("clusters:\n  layer1: w1\n  layer2: w2")
 

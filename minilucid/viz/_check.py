@@ -4,7 +4,7 @@ import numpy as np
 
 from minilucid.ops.broadcast import sum_to_shape
 from minilucid.tensor import Tensor
-from minilucid.viz._graph import _parents
+from minilucid.viz._graph import _Graph
 
 
 class _Check:
@@ -14,30 +14,20 @@ class _Check:
         self.status, self.lines = status, list(lines)
 
 
-def _checked_ops(fn, inputs, eps, atol, rtol) -> tuple:
-    """Build fn(*inputs) and check each op of its graph: (output, {id(op output): _Check})."""
+def _checked_ops(fn, inputs, eps, atol, rtol, max_nodes=60) -> tuple:
+    """Build fn(*inputs) and check each drawn op: (the walked graph, {id(op output): _Check})."""
     inputs = tuple(inputs) if isinstance(inputs, list | tuple) else (inputs,)
     out = fn(*inputs)
     if not isinstance(out, Tensor) or out._ctx is None:
         raise ValueError(
             "draw_gradcheck: fn(*inputs) made no graph; give inputs requires_grad=True"
         )
-    return out, {
+    graph = _Graph(out, max_nodes)
+    return graph, {
         id(t): _check_op(t._ctx, getattr(t._ctx, "options", {}), eps, atol, rtol)
-        for t in _tensors(out)
+        for t in graph.tensors
         if t._ctx is not None
     }
-
-
-def _tensors(root: Tensor) -> list:
-    """Every tensor of root's graph, without recursion."""
-    found, stack = {id(root): root}, [root]
-    while stack:
-        for p in _parents(stack.pop()):
-            if id(p) not in found:
-                found[id(p)] = p
-                stack.append(p)
-    return list(found.values())
 
 
 def _check_op(ctx, options: dict, eps: float, atol: float, rtol: float) -> _Check:

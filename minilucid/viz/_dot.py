@@ -1,12 +1,16 @@
-"""The DOT source of a picture: tensors as boxes, ops as ovals, gradients as red arrows back."""
+"""A scene as DOT: tensors as boxes, ops as ovals, gradients as red arrows back.
 
+This module only prints what the scene says. The one choice it makes is the layout: left to
+right while the picture fits the width of a notebook's output area at full size, else top to
+bottom, and compact nodes (whole values in the tooltips) when even that is too wide.
+"""
+
+from dataclasses import dataclass
 from html import escape
 
 import graphviz
 
-from minilucid.autograd import FREED
-from minilucid.tensor import Tensor
-from minilucid.viz._format import _constant, _meta, _roles, _summary, _summed, _values
+from minilucid.viz._scene import SHOWN, _owner
 
 FILL = {"output": "#fde7a6", "parameter": "#bfe3b8", "leaf": "#e9e9e9", "grad": "#d6efd0"}
 INNER = "#dbe7f6"  # a tensor an op made
@@ -14,33 +18,71 @@ OP = "#f8dcc6"
 GRAD = "#c0392b"  # gradient arrows and step numbers
 SUMMED = "#7d3c98"  # a gradient whose broadcasting was summed away
 FORWARD_IN_BACKWARD = "#b8b8b8"
+LATER = "#777777"  # a node backward has not reached yet
 CHECK = {"ok": "#c8e6c9", "bad": "#f1948a", "error": "#f8c471"}
-SHOWN = 4  # contributions listed at a tensor that many children feed
+FIT = 900  # px: widest picture drawn at full size (a notebook's output area is about 960 px)
 
 
-def _dot(graph, *, rankdir="LR", show_values=True, sweep=None, upto=None, checks=None):
-    """A graphviz.Digraph of `graph`; with a sweep, the backward steps 1..upto on top of it."""
+@dataclass(frozen=True)
+class _Layout:
+    rankdir: str = "LR"
+    compact: bool = False
+    scale: float = 1.0  # type size: 1 in a notebook, larger for a projector
+
+    def size(self, base: float) -> str:
+        return f"{base * self.scale:g}"
+
+
+def _layout(scene, rankdir="auto", scale=1.0) -> "_Layout":
+    """Left to right if it fits, else top to bottom; compact nodes if neither fits; else the
+    narrowest of these."""
+    if rankdir != "auto":
+        return _Layout(rankdir, False, scale)
+    options = [_Layout(d, c, scale) for c in (False, True) for d in ("LR", "TB")]
+    widths = [_width(scene, layout) for layout in options]
+    fitting = [layout for layout, width in zip(options, widths, strict=True) if width <= FIT]
+    return fitting[0] if fitting else options[widths.index(min(widths))]
+
+
+def _dot(scene, layout: "_Layout", upto=None) -> str:
+    """The DOT source of the scene; with `upto`, a step-through frame showing steps 1..upto."""
     dot = graphviz.Digraph(
-        graph_attr={"rankdir": rankdir, "fontname": "Helvetica", "fontsize": "11"},
-        node_attr={"fontname": "Helvetica", "fontsize": "10", "style": "filled"},
-        edge_attr={"fontname": "Helvetica", "fontsize": "9", "arrowsize": "0.7"},
+        graph_attr={
+            "rankdir": layout.rankdir,
+            "fontname": "Helvetica",
+            "fontsize": layout.size(11),
+            "bgcolor": "white",
+            "pad": "0.1",
+            "nodesep": "0.25",
+            "ranksep": "0.35",
+        },
+        node_attr={"fontname": "Helvetica", "fontsize": layout.size(11), "style": "filled"},
+        edge_attr={
+            "fontname": "Helvetica",
+            "fontsize": layout.size(10),
+            "arrowsize": "0.7",
+            "weight": "4",
+        },
     )
     frame = upto is not None  # a frame of the step-through marks its newest step
-    upto = len(sweep.records) if sweep is not None and upto is None else upto
+    upto = _last_step(scene) if upto is None else upto
     clusters = {}
-    for i, t in enumerate(graph.tensors):
-        where = _cluster(dot, clusters, graph.groups[i])
-        attrs = _tensor_node(graph, t, show_values, sweep, upto, frame)
-        where.node(f"n{i}", **attrs)
-        if t._ctx is not None:
-            where.node(f"op{i}", **_op_node(t, sweep, upto, checks))
-            _inputs(dot, where, graph, i, t, sweep, upto)
+    for node in scene.nodes:
+        where = _cluster(dot, clusters, node.group)
+        where.node(node.key, **_node(scene, node, layout, upto, frame))
+    for edge in scene.edges:
+        attrs = _edge(scene, edge, upto, layout.compact)
+        if attrs is not None:
+            dot.edge(edge.tail, edge.head, **attrs)
     for sub in clusters.values():
         dot.subgraph(sub)
-    note = _left_out_note(graph)
-    if note:
-        dot.attr(label=note, labelloc="b", fontcolor="#555555")
-    return dot
+    if scene.note:
+        dot.attr(label=scene.note, labelloc="b", fontcolor="#555555")
+    return dot.source
+
+
+def _last_step(scene) -> int:
+    return len(scene.steps)
 
 
 def _cluster(dot, clusters: dict, label):
@@ -48,81 +90,110 @@ def _cluster(dot, clusters: dict, label):
         return dot
     if label not in clusters:
         sub = graphviz.Digraph(name=f"cluster_{len(clusters)}")
-        sub.attr(label=str(label), style="rounded,dashed", color="#888888")
+        sub.attr(label=label, style="rounded,dashed", color="#888888", fontcolor="#333333")
         clusters[label] = sub
     return clusters[label]
 
 
-def _tensor_node(graph, t: Tensor, show_values: bool, sweep, upto, frame) -> dict:
-    roles = _roles(t, graph.root)
-    lines = [f"<b>{escape(graph.name(t))}</b>"]
-    step = None if sweep is None else sweep.step.get(id(t))
-    if step is not None and step <= upto:
-        lines[0] += f'  <font color="{GRAD}"><b>step {step}</b></font>'
-    lines.append(escape(_meta(t)) + (f"  <i>{escape(', '.join(roles))}</i>" if roles else ""))
-    if show_values:
-        lines += [escape(row) for row in _values(t.data).splitlines()]
-    lines += _grad_lines(graph, t, sweep, upto)
-    attrs = {"label": "<" + "<br/>".join(lines) + ">", "shape": "box"}
-    attrs["style"] = "rounded,filled"
-    attrs["fillcolor"] = _fill(roles, t)
-    if "output" in roles or "parameter" in roles:
+def _node(scene, node, layout, upto: int, frame: bool) -> dict:
+    if node.kind == "tensor":
+        return _tensor(scene, node, layout, upto, frame)
+    if node.kind == "op":
+        return _op(scene, node, upto)
+    if node.kind == "constant":
+        return {"label": node.title, "shape": "plaintext", "style": ""}
+    return {"label": node.title.replace(" not", "\nnot"), "shape": "note", "fillcolor": "#f4f4f4"}
+
+
+def _tensor(scene, node, layout, upto: int, frame: bool) -> dict:
+    done = node.step is not None and node.step <= upto
+    lines = [markup for _, markup in _lines(scene, node, layout, upto)]
+    attrs = {"label": "<" + "<br/>".join(lines) + ">", "shape": "box", "style": "rounded,filled"}
+    attrs["fillcolor"] = _fill(node.roles)
+    attrs["tooltip"] = _tooltip(node)
+    if "output" in node.roles or "parameter" in node.roles:
         attrs["penwidth"] = "2"
-    if sweep is not None and (step is None or step > upto):
-        attrs["fontcolor"] = "#777777"
-    if frame and step == upto:
+    if scene.style == "backward" and not done:
+        attrs["fontcolor"] = LATER
+    if frame and node.step == upto:
         attrs.update(color=GRAD, penwidth="3")
     return attrs
 
 
-def _fill(roles: list, t: Tensor) -> str:
+def _lines(scene, node, layout, upto: int) -> list:
+    """A tensor's label, line by line: (plain text, HTML-like markup)."""
+    done = node.step is not None and node.step <= upto
+    first = (node.title, f"<b>{escape(node.title)}</b>")
+    if done:
+        step = f"  step {node.step}"
+        first = (first[0] + step, first[1] + f'  <font color="{GRAD}"><b>{step[2:]}</b></font>')
+    roles = ", ".join(node.roles) if not layout.compact else ""
+    lines = [first, (node.meta + "  " + roles, escape(node.meta))]
+    if roles:
+        lines[1] = (lines[1][0], lines[1][1] + f"  <i>{escape(roles)}</i>")
+    brief = node.brief if not layout.compact or len(node.brief) <= 20 else ""
+    if scene.show_values and brief:
+        lines.append((brief, escape(brief)))
+    return lines + _grad_lines(scene, node, upto, layout.compact)
+
+
+def _tooltip(node) -> str:
+    words = [f"{node.title}  {node.meta}", node.values]
+    if node.grad is not None:
+        words.append(f"grad {node.grad}")
+    if node.arrived is not None:
+        words.append(f"grad {node.arrived}")
+    return "\n".join(words)
+
+
+def _fill(roles) -> str:
     for role in ("output", "parameter"):
         if role in roles:
             return FILL[role]
     if "leaf" in roles:
-        return FILL["grad"] if t.requires_grad else FILL["leaf"]
+        return FILL["grad"] if "requires grad" in roles else FILL["leaf"]
     return INNER
 
 
-def _grad_lines(graph, t: Tensor, sweep, upto) -> list:
+def _grad_lines(scene, node, upto: int, compact: bool) -> list:
     """The gradient: .grad in a forward picture; in a backward one, what arrived up to `upto`."""
-    red = f'<font color="{GRAD}">{{}}</font>'
-    if sweep is None:
-        return [] if t.grad is None else [red.format(escape("grad " + _summary(t.grad)))]
-    step = sweep.step.get(id(t))
-    if t is graph.root and step is not None and step <= upto:
-        return [red.format(escape("grad " + _summary(sweep.arrived[id(t)]) + " (seed)"))]
-    parts = [r for r in sweep.received.get(id(t), []) if r[0] <= upto]
+    if scene.style != "backward":
+        return [] if node.grad is None else [_red("grad " + node.grad)]
+    done = node.step is not None and node.step <= upto
+    if node.seed and done:
+        return [_red(f"grad {node.arrived} (seed)")]
+    parts = [p for p in node.parts if p[0] <= upto]
     if not parts:
         return []
     lines = []
-    if len(parts) > 1 or step is None or step > upto:
-        for k, child, g, _ in parts[:SHOWN]:
-            lines.append(escape(f"+ {_summary(g)} from {_child_name(graph, child)} (step {k})"))
-        if len(parts) > SHOWN:
-            lines.append(escape(f"+ {len(parts) - SHOWN} more contributions"))
-    if step is not None and step <= upto:
+    shown = 0 if compact else SHOWN
+    if len(parts) > 1 or not done:
+        for k, child, g in parts[:shown]:
+            lines.append(_red(f"+ {g} from {child} (step {k})"))
+        if len(parts) > shown:
+            more = len(parts) - shown
+            lines.append(_red(f"+ {more} {'more ' if shown else ''}contributions"))
+    if done:
         word = "sum " if len(parts) > 1 else "grad "
-        if t._hooks is not None:  # the hooks turned what arrived into the gradient passed on
-            lines.append(escape(word + _summary(sum(g for _, _, g, _ in parts))))
+        if node.hooked is not None:  # the hooks turned what arrived into the gradient passed on
+            lines.append(_red(word + node.hooked))
             word = "after hooks "
-        lines.append(f"<b>{escape(word + _summary(sweep.arrived[id(t)]))}</b>")
-    return [red.format(line) for line in lines]
+        lines.append(_red(word + node.arrived, bold=True))
+    return lines
 
 
-def _child_name(graph, child: Tensor) -> str:
-    return graph.name(child) if graph.has(child) else "a tensor not drawn"
+def _red(text: str, bold: bool = False) -> tuple:
+    markup = f"<b>{escape(text)}</b>" if bold else escape(text)
+    return text, f'<font color="{GRAD}">{markup}</font>'
 
 
-def _op_node(t: Tensor, sweep, upto, checks) -> dict:
-    ctx = t._ctx
-    attrs = {"label": type(ctx).__name__, "shape": "ellipse", "fillcolor": OP}
-    if ctx.parents is FREED:
+def _op(scene, node, upto: int) -> dict:
+    attrs = {"label": node.title, "shape": "ellipse", "fillcolor": OP}
+    if node.freed:
         attrs["label"] += "\n(graph freed)"
-    step = None if sweep is None else sweep.step.get(id(t))
-    if sweep is not None and (step is None or step > upto):
-        attrs["fontcolor"] = "#777777"
-    check = None if checks is None else checks.get(id(t))
+    if scene.style == "backward" and (node.step is None or node.step > upto):
+        attrs["fontcolor"] = LATER
+    check = node.check
     if check is not None:
         attrs["fillcolor"] = CHECK[check.status]
         attrs["label"] += "".join("\n" + line for line in check.lines)
@@ -131,59 +202,78 @@ def _op_node(t: Tensor, sweep, upto, checks) -> dict:
     return attrs
 
 
-def _inputs(dot, where, graph, i: int, t: Tensor, sweep, upto) -> None:
-    """Edges into op i (data), out of it (result), and back along them (gradients)."""
-    ctx = t._ctx
-    step = None if sweep is None else sweep.step.get(id(t))
-    done = step is not None and step <= upto
-    data = {"color": FORWARD_IN_BACKWARD} if sweep is not None else {}
-    dot.edge(f"op{i}", f"n{i}", **data)
-    if done:
-        dot.edge(f"op{i}", f"n{i}", dir="back", color=GRAD, style="dashed")
-    if ctx.parents is FREED:
-        return
-    sent = {j: (g, before) for j, (_, g, before) in enumerate(_sent(sweep, step))} if done else {}
-    missing = 0
-    for j, p in enumerate(ctx.parents):
-        if not isinstance(p, Tensor):
-            where.node(f"c{i}_{j}", label=_constant(p), shape="plaintext", style="")
-            dot.edge(f"c{i}_{j}", f"op{i}", **data)
-        elif not graph.has(p):
-            missing += 1
-        else:
-            dot.edge(f"n{graph.index[id(p)]}", f"op{i}", **data)
-            if j in sent and sent[j][0] is not None and p.requires_grad:
-                dot.edge(f"n{graph.index[id(p)]}", f"op{i}", **_grad_edge(p, *sent[j]))
-    if missing:
-        label = f"{missing} input{'s' if missing > 1 else ''}\nnot drawn"
-        where.node(f"cut{i}", label=label, shape="note", fillcolor="#f4f4f4", fontcolor="#555555")
-        dot.edge(f"cut{i}", f"op{i}", style="dotted", **data)
-
-
-def _sent(sweep, step) -> list:
-    return sweep.records[step - 1][2]
-
-
-def _grad_edge(parent: Tensor, g, before) -> dict:
-    attrs = {"dir": "back", "color": GRAD, "fontcolor": GRAD, "style": "dashed"}
-    attrs["label"] = _summary(g)
-    if before is not None:
-        attrs.update(color=SUMMED, fontcolor=SUMMED, style="bold")
-        attrs["label"] = _summed(before, parent.shape) + "\n" + attrs["label"]
+def _edge(scene, edge, upto: int, compact: bool):
+    if edge.kind == "grad":
+        if edge.step > upto:
+            return None
+        attrs = {"dir": "back", "color": GRAD, "style": "dashed"}
+        if edge.label:
+            attrs.update(label=edge.label, fontcolor=GRAD)
+        if edge.summed:
+            attrs.update(color=SUMMED, fontcolor=SUMMED, style="bold")
+            attrs["label"] = edge.summed + "\n" + edge.label
+        if compact and edge.label:  # the gradient is in the node it reaches, and in a tooltip
+            attrs["tooltip"] = attrs.pop("label")
+        return attrs
+    attrs = {"color": FORWARD_IN_BACKWARD} if scene.style == "backward" else {}
+    if edge.cut:
+        attrs["style"] = "dotted"
+    if edge.tail.startswith("c"):  # tensors and ops line up (weight 4); constants hang beside
+        attrs["weight"] = "1"
     return attrs
 
 
-def _left_out_note(graph) -> str:
-    tensors, ops = graph.left_out()
-    lines = []
-    if tensors or ops:
-        limits = [f"max_nodes={graph.max_nodes}"]
-        if graph.max_depth is not None:
-            limits.append(f"max_depth={graph.max_depth}")
-        lines.append(
-            f"not drawn: {tensors} tensors and {ops} ops of {sum(graph.total)} nodes "
-            f"({', '.join(limits)}); raise the limits to see more"
-        )
-    if graph.freed:
-        lines.append("part of this graph was freed by backward(); its inputs are gone")
-    return "\n".join(lines)
+# --------------------------------------------------------------------------------------------
+# How wide a layout comes out, estimated from the labels (Helvetica: about 0.5 em a letter)
+
+
+def _width(scene, layout: "_Layout") -> float:
+    """Estimated width in px of the picture at full size."""
+    sizes = {n.key: _box(scene, n, layout) for n in scene.nodes}
+    rank = _ranks(scene)
+    ranks = {}
+    for key, r in rank.items():
+        ranks.setdefault(r, []).append(sizes[key])
+    labels = {}  # the gap after a rank -> widths of the edge labels crossing it
+    for e in scene.edges:
+        if e.label and not layout.compact:
+            text = max([e.label, e.summed], key=len)
+            labels.setdefault(rank[e.tail], []).append(_text(text, 10 * layout.scale))
+    gap = 0.35 * 96
+    if layout.rankdir == "LR":
+        columns = sum(max(w for w, _ in boxes) for boxes in ranks.values())
+        return columns + gap * (len(ranks) - 1) + sum(max(w) for w in labels.values()) + 20
+    rows = max(sum(w for w, _ in boxes) + 24 * (len(boxes) - 1) for boxes in ranks.values())
+    beside = max((sum(w) + 40 * len(w) for w in labels.values()), default=0)
+    return max(rows, beside) + 20
+
+
+def _ranks(scene) -> dict:
+    """Each node's rank: the longest path of edges that lead to it."""
+    rank = {n.key: 0 for n in scene.nodes}
+    into = {}
+    for e in scene.edges:
+        if e.kind == "data":
+            into.setdefault(e.head, []).append(e.tail)
+    before = {"constant": 0, "cut": 0, "op": 1, "tensor": 2}  # in each tensor's own group
+    for n in sorted(scene.nodes, key=lambda n: (_owner(n), before[n.kind])):
+        for tail in into.get(n.key, []):
+            rank[n.key] = max(rank[n.key], rank[tail] + 1)
+    for n in scene.nodes:  # Graphviz pulls an input next to the first op that consumes it
+        if n.key not in into:
+            heads = [rank[e.head] for e in scene.edges if e.tail == n.key and e.kind == "data"]
+            rank[n.key] = max(min(heads, default=1) - 1, 0)
+    return rank
+
+
+def _box(scene, node, layout) -> tuple:
+    """(width, height) in px of a node's box."""
+    font = 11 * layout.scale
+    if node.kind != "tensor":
+        return _text(node.title, font) + 30, font * 2.2
+    lines = [plain for plain, _ in _lines(scene, node, layout, len(scene.steps))]
+    return max(_text(line, font) for line in lines) + 20, font * 1.3 * len(lines) + 12
+
+
+def _text(text: str, font_pt: float) -> float:
+    return len(text) * font_pt * 4 / 3 * 0.5

@@ -51,3 +51,15 @@ def _constant(x) -> str:
 
 def _summed(before, after) -> str:
     return f"sum over broadcast {tuple(before)} -> {tuple(after)}"
+
+
+def _short(a, limit: int = 6, width: int = 32) -> str:
+    """The values on one line for a node: the entries when few and short, else the range."""
+    a = np.asarray(a)
+    if a.size <= limit:
+        text = _one_line(_values(a, limit))
+        if len(text) <= width:
+            return text
+    if a.size == 0:
+        return "empty"
+    return f"min {a.min():.4g}, max {a.max():.4g}"

@@ -1,4 +1,4 @@
-"""What a picture shows: the tensors behind a root (walked without recursion), backward's steps."""
+"""What a picture shows: the tensors behind a root (one walk, no recursion), backward's steps."""
 
 import gc
 from collections import deque
@@ -10,20 +10,20 @@ from minilucid.tensor import Tensor
 class _Graph:
     """The drawn part of the graph behind `root`: tensors in forward order, and what was left out.
 
-    Tensors are kept breadth-first from the root until `max_nodes` (tensors plus ops) is spent
-    or they lie more than `max_depth` ops away from the root; the rest is only counted.
+    One breadth-first walk from the root visits every tensor once: it keeps tensors until
+    `max_nodes` (tensors plus ops) is spent or they lie more than `max_depth` ops away, and only
+    counts the rest. The forward order is then read from what the walk kept, not from the graph.
     """
 
-    def __init__(self, root: Tensor, max_nodes: int = 60, max_depth=None, group=None):
+    def __init__(self, root: Tensor, max_nodes: int = 60, max_depth=None):
         if not isinstance(root, Tensor):
             raise TypeError(f"viz: expected a Tensor to draw, got {type(root).__name__}")
-        kept, self.total, self.freed = _select(root, max_nodes, max_depth)
+        kept, self.total, self.freed = _walk(root, max_nodes, max_depth)
         self.root = root
         self.max_nodes, self.max_depth = max_nodes, max_depth
         self.tensors = _forward_order(root, kept)
         self.index = {id(t): i for i, t in enumerate(self.tensors)}
         self.names = _names(self.tensors)
-        self.groups = [None if group is None else group(t) for t in self.tensors]
 
     def name(self, t: Tensor) -> str:
         return self.names[self.index[id(t)]]
@@ -45,8 +45,8 @@ def _parents(t: Tensor) -> list:
     return [p for p in ctx.parents if isinstance(p, Tensor)]
 
 
-def _select(root: Tensor, max_nodes: int, max_depth) -> tuple:
-    """Breadth-first from the root: the kept tensors, (tensors, ops) in the graph, any op freed?"""
+def _walk(root: Tensor, max_nodes: int, max_depth) -> tuple:
+    """Breadth-first from the root: {id: (tensor, its parents)} kept, (tensors, ops), any freed?"""
     kept = {}
     seen = {id(root): True}
     queue = deque([(root, 0)])
@@ -60,12 +60,13 @@ def _select(root: Tensor, max_nodes: int, max_depth) -> tuple:
         freed = freed or (t._ctx is not None and t._ctx.parents is FREED)
         cost = 1 + (t._ctx is not None)
         deep = max_depth is not None and depth > max_depth
+        parents = _parents(t)
         if not kept or (not full and not deep and cost <= budget):
-            kept[id(t)] = t
+            kept[id(t)] = (t, parents)
             budget -= cost
         elif not deep:
             full = True  # a prefix of the breadth-first order keeps the picture connected
-        for p in _parents(t):
+        for p in parents:
             if id(p) not in seen:
                 seen[id(p)] = True
                 queue.append((p, depth + 1))
@@ -85,7 +86,7 @@ def _forward_order(root: Tensor, kept: dict) -> list:
             continue
         visited[id(t)] = True
         stack.append((t, True))
-        for p in reversed(_parents(t)):
+        for p in reversed(kept[id(t)][1]):
             if id(p) in kept and id(p) not in visited:
                 stack.append((p, False))
     return order

@@ -1,36 +1,55 @@
-"""A drawn graph as Jupyter shows it: SVG, PNG and a text listing; a clear message without `dot`."""
+"""A drawn graph: SVG, PNG and a text listing in Jupyter; files, a viewer and DOT outside it.
+
+The methods outside Jupyter carry graphviz's own names (`source`, `render`, `view`, `pipe`,
+`save`). Without Graphviz's `dot` each of them says how to install it and still writes the DOT.
+"""
 
 import base64
+import re
 from pathlib import Path
 
 import graphviz
 
 from minilucid.graphviz_install import graphviz_install_hint
-from minilucid.viz._dot import _dot
-from minilucid.viz._listing import _backward_text, _forward_text
+from minilucid.viz._dot import _dot, _layout
+from minilucid.viz._listing import _text
+from minilucid.viz._options import _scale
 
 
-class _Picture:
-    """DOT source plus its text listing; Jupyter displays it, `.save(path)` writes it."""
+class _Drawing:
+    """What every picture object can do with its DOT source (`source`) and its listing (`text`)."""
 
-    def __init__(self, source: str, text: str):
-        self.source = source  # the DOT source, always available
-        self.text = text  # nodes and edges in order, no addresses
+    source: str
+    text: str
 
     def __repr__(self) -> str:
         return self.text
 
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+    def pipe(self, format: str = "svg") -> bytes:
+        """The picture as bytes in `format` (svg, png, pdf, ...), as graphviz's pipe gives it."""
         try:
-            svg = _render(self.source, "svg").decode("utf-8")
-            png = _render(self.source, "png")
+            return _render(self.source, format)
         except graphviz.ExecutableNotFound:
-            return {"text/plain": self.text + "\n\n" + _no_dot_message()}
-        return {
-            "image/svg+xml": svg,
-            "image/png": base64.b64encode(png).decode("ascii"),
-            "text/plain": self.text,
-        }
+            raise RuntimeError(_no_dot_message()) from None
+
+    def render(self, filename="graph", directory=None, format="svg", view=False, cleanup=False):
+        """Write the DOT source to `filename` and the picture beside it (filename.svg, ...).
+
+        As graphviz's render: returns the picture's path; view=True opens it; cleanup=True
+        removes the DOT file. Without `dot`: writes the DOT file, says how to install Graphviz,
+        and returns the DOT file's path.
+        """
+        source = graphviz.Source(self.source, filename=filename, directory=directory)
+        try:
+            return source.render(format=format, view=view, cleanup=cleanup, quiet=True)
+        except graphviz.ExecutableNotFound:
+            written = source.save()
+            print(f"{_no_dot_message()}\nWrote the DOT source to {written}.")
+            return written
+
+    def view(self, filename="graph", directory=None, format="svg", cleanup=False):
+        """Render the picture (SVG: tooltips hold the whole values) and open it in a viewer."""
+        return self.render(filename, directory, format=format, view=True, cleanup=cleanup)
 
     def save(self, path) -> Path:
         """Write the picture as .svg, .png or .pdf, or its DOT source as .gv; returns the path.
@@ -54,6 +73,39 @@ class _Picture:
         return path
 
 
+class _Picture(_Drawing):
+    """One scene drawn in one layout; Jupyter shows it as SVG (PNG where SVG is not trusted)."""
+
+    def __init__(self, scene, rankdir="auto", upto=None, layout=None):
+        self.scene = scene
+        self.fill = _scale() > 1  # a projector: fill the width of the output area
+        self.layout = layout if layout is not None else _layout(scene, rankdir, _scale())
+        self.source = _dot(scene, self.layout, upto)  # the DOT source, always available
+        self.text = _text(scene, upto)  # nodes and edges in order, no addresses
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        try:
+            svg = self.svg()
+            png = _render(self.source, "png")
+        except graphviz.ExecutableNotFound:
+            return {"text/plain": self.text + "\n\n" + _no_dot_message()}
+        return {
+            "image/svg+xml": svg,
+            "image/png": base64.b64encode(png).decode("ascii"),
+            "text/plain": self.text,
+        }
+
+    def svg(self) -> str:
+        """The SVG as shown: at natural size, or filling the width in presentation mode."""
+        svg = _render(self.source, "svg").decode("utf-8")
+        return _fill_width(svg) if self.fill else svg
+
+
+def _fill_width(svg: str) -> str:
+    """Let the picture take the width it is given (its viewBox keeps the proportions)."""
+    return re.sub(r'<svg width="[^"]*" height="[^"]*"', '<svg width="100%"', svg, count=1)
+
+
 def _render(source: str, kind: str) -> bytes:
     return graphviz.Source(source).pipe(format=kind, quiet=True)
 
@@ -62,14 +114,5 @@ def _no_dot_message() -> str:
     return (
         graphviz_install_hint()
         + "\nThe picture needs it; the listing above says the same in text, and the DOT source "
-        "is in .source."
+        "is in .source (.save('graph.gv') writes it)."
     )
-
-
-def _forward_picture(graph, show_values=True, rankdir="LR", checks=None) -> _Picture:
-    dot = _dot(graph, rankdir=rankdir, show_values=show_values, checks=checks)
-    return _Picture(dot.source, _forward_text(graph, show_values, checks))
-
-
-def _backward_picture(graph, sweep) -> _Picture:
-    return _Picture(_dot(graph, sweep=sweep).source, _backward_text(graph, sweep))

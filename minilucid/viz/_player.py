@@ -3,7 +3,8 @@
 Each frame is a <details> element holding one picture, the last one open: that works as it is
 where a notebook's HTML is sanitized (no script, no style - an untrusted notebook in
 JupyterLab). Where scripts run (a trusted notebook, a static HTML export) the small script
-turns the frames into a player with prev / next buttons and a slider.
+turns the frames into a player with prev / next buttons and a slider. Every frame is drawn in
+the layout of the whole backward picture, at full size: the type never shrinks to fit.
 """
 
 import base64
@@ -12,10 +13,7 @@ from pathlib import Path
 
 import graphviz
 
-from minilucid.viz._dot import _dot
-from minilucid.viz._format import _summary
-from minilucid.viz._listing import _backward_text
-from minilucid.viz._picture import _no_dot_message, _render
+from minilucid.viz._picture import _Drawing, _no_dot_message, _Picture, _render
 
 SCRIPT = """<script>
 document.querySelectorAll(".minilucid-steps:not([data-ready])").forEach(function (root) {
@@ -45,35 +43,46 @@ document.querySelectorAll(".minilucid-steps:not([data-ready])").forEach(function
 </script>"""
 
 
-class _Player:
-    """Frames 0..n of one backward pass; frame k shows steps 1..k."""
+class _Player(_Drawing):
+    """Frames 0..n of one backward pass; frame k shows steps 1..k.
 
-    def __init__(self, graph, sweep):
-        steps = [k for k, (t, _, _) in enumerate(sweep.records, 1) if graph.has(t)]
-        self.sources = [_dot(graph, sweep=sweep, upto=k).source for k in [0, *steps]]
+    `source`, `render`, `view`, `pipe` and `save` work on the last frame (the whole backward
+    pass); `frame(k)` is frame k as a picture of its own; `save("steps.html")` writes the player.
+    """
+
+    def __init__(self, scene):
+        self.scene = scene
+        whole = _Picture(scene)
+        self.layout, self.fill = whole.layout, whole.fill
+        self.steps = [0, *scene.frames()]
+        self.source = whole.source  # the last frame: every step
         self.captions = ["frame 0: before backward, no gradient yet"]
-        for frame, k in enumerate(steps, 1):
-            t, grad, _ = sweep.records[k - 1]
+        for frame, k in enumerate(self.steps[1:], 1):
+            step = scene.steps[k - 1]
             where = f"step {k}" if k == frame else f"steps 1..{k}"
-            self.captions.append(
-                f"frame {frame}: {where}, {graph.name(t)} has grad {_summary(grad)}"
-            )
-        head = f"step-through, frames 0..{len(steps)} (frame k shows steps 1..k)"
-        self.text = head + "\n" + _backward_text(graph, sweep)
+            self.captions.append(f"frame {frame}: {where}, {step.name} has grad {step.grad}")
+        head = f"step-through, frames 0..{len(self.steps) - 1} (frame k shows steps 1..k)"
+        self.text = head + "\n" + whole.text
 
-    def __repr__(self) -> str:
-        return self.text
+    def frame(self, k: int) -> _Picture:
+        """Frame k (0 before backward, the last one after it) as a picture of its own."""
+        if not 0 <= k < len(self.steps):
+            last = len(self.steps) - 1
+            raise IndexError(f"step_through: there is no frame {k}; the frames are 0..{last}")
+        return _Picture(self.scene, upto=self.steps[k], layout=self.layout)
 
     def html(self) -> str:
         """The player: every frame as an SVG image, the controls and the script that drives them."""
-        n = len(self.sources) - 1
+        n = len(self.steps) - 1
+        size = "width:100%" if self.fill else "max-width:100%"
         rows = ['<div class="minilucid-steps">', _controls(n)]
-        for k, (source, caption) in enumerate(zip(self.sources, self.captions, strict=True)):
-            svg = base64.b64encode(_render(source, "svg")).decode("ascii")
+        for k, caption in enumerate(self.captions):
+            svg = base64.b64encode(self.frame(k).svg().encode("utf-8")).decode("ascii")
             rows.append(
                 f'<details class="minilucid-frame"{" open" if k == n else ""}>'
                 f"<summary>{escape(caption)}</summary>"
-                f'<img src="data:image/svg+xml;base64,{svg}" alt="{escape(caption)}"></details>'
+                f'<img src="data:image/svg+xml;base64,{svg}" alt="{escape(caption)}" '
+                f'style="{size}"></details>'
             )
         rows.append("</div>")
         return "\n".join(rows) + "\n" + SCRIPT
@@ -81,15 +90,25 @@ class _Player:
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         try:
             html = self.html()
-            png = base64.b64encode(_render(self.sources[-1], "png")).decode("ascii")
+            png = base64.b64encode(_render(self.source, "png")).decode("ascii")
         except graphviz.ExecutableNotFound:
             return {"text/plain": self.text + "\n\n" + _no_dot_message()}
         return {"text/html": html, "image/png": png, "text/plain": self.text}
 
     def save(self, path) -> Path:
-        """Write the player as a stand-alone .html page."""
+        """Write the player as a stand-alone .html page, or the last frame as .svg .png .pdf .gv.
+
+        Without Graphviz's `dot`, writes the DOT source of the last frame (as .gv) and says how
+        to install Graphviz.
+        """
         path = Path(path)
-        page = f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"></head><body>\n{self.html()}'
+        if path.suffix.lower() not in (".html", ".htm"):
+            return super().save(path)
+        try:
+            body = self.html()
+        except graphviz.ExecutableNotFound:
+            return super().save(path.with_suffix(".svg"))  # writes the .gv and says why
+        page = f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"></head><body>\n{body}'
         path.write_text(page + "\n</body></html>\n", encoding="utf-8")
         return path
 
