@@ -1,0 +1,100 @@
+"""Set up an nbgrader course folder from solutions/, one assignment per chapter.
+
+    python -m minilucid_course.classroom ~/minilucid-class           every chapter
+    python -m minilucid_course.classroom ~/minilucid-class 03 05     chapters 03 and 05
+
+The folder gets nbgrader_config.py (the course's settings: stubs as `make exercises` writes
+them, a time limit per cell long enough for every chapter) and source/chNN/NN_topic.ipynb copied
+unchanged from solutions/. Then, in that folder, nbgrader does the rest (docs/teaching.md lists
+the sequence a test runs): generate_assignment, release or hand out, collect, autograde, export.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions"
+
+CONFIG = """\
+# nbgrader settings for a minilucid class (written by python -m minilucid_course.classroom)
+c = get_config()
+c.CourseDirectory.root = {root!r}
+c.CourseDirectory.course_id = {course_id!r}
+# what the learner sees in place of an answer: the same stub as exercises/ in the repository
+c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
+c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+# the slowest chapter's slowest cell, with room to spare
+c.ExecutePreprocessor.timeout = 300
+c.Execute.timeout = 300
+"""
+
+
+def assignment_name(notebook: Path | str) -> str:
+    """ch03 for 03_reverse_mode.ipynb."""
+    return "ch" + Path(notebook).name[:2]
+
+
+def graded_chapters(solutions_dir: Path | str = SOLUTIONS) -> list[Path]:
+    """Solution notebooks that hold at least one graded cell, in chapter order."""
+    import nbformat
+
+    found = []
+    for path in sorted(Path(solutions_dir).glob("[0-9][0-9]_*.ipynb")):
+        nb = nbformat.read(str(path), as_version=4)
+        if any(c.metadata.get("nbgrader", {}).get("grade") for c in nb.cells):
+            found.append(path)
+    return found
+
+
+def select(chapters: list[str], solutions_dir: Path | str = SOLUTIONS) -> list[Path]:
+    every = graded_chapters(solutions_dir)
+    if not chapters:
+        return every
+    wanted = {f"{int(c):02d}" if c.isdigit() else c[:2] for c in chapters}
+    return [p for p in every if p.name[:2] in wanted]
+
+
+def init_course(
+    root: Path | str, notebooks: list[Path], course_id: str = "minilucid"
+) -> dict[str, Path]:
+    """Write nbgrader_config.py and source/chNN/<notebook>; return {assignment: source path}."""
+    root = Path(root).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "nbgrader_config.py").write_text(
+        CONFIG.format(root=str(root), course_id=course_id), encoding="utf-8"
+    )
+    sources = {}
+    for notebook in notebooks:
+        name = assignment_name(notebook)
+        target = root / "source" / name / Path(notebook).name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(notebook, target)
+        sources[name] = target
+    return sources
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", help="the nbgrader course folder to create or update")
+    parser.add_argument("chapters", nargs="*", help="chapter numbers (default: every chapter)")
+    args = parser.parse_args(argv)
+    notebooks = select(args.chapters)
+    if not notebooks:
+        print("classroom: no graded chapter matches", " ".join(args.chapters))
+        return 1
+    sources = init_course(args.folder, notebooks)
+    for name, path in sources.items():
+        print(f"{name}: {path}")
+    print(
+        f"next, in {args.folder}: nbgrader generate_assignment <chNN>  "
+        "(docs/teaching.md, 'Running a class with nbgrader')"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
