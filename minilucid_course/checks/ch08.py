@@ -14,6 +14,7 @@ import numpy as np
 import minilucid as ml
 from minilucid.optim import Optimizer
 from minilucid.tensor import Tensor
+from minilucid_course.checks.common import call
 
 SHAPES = [(3,), (2, 2)]  # two parameters that get gradients; a third, (1,), never does
 
@@ -21,19 +22,6 @@ SHAPES = [(3,), (2, 2)]  # two parameters that get gradients; a third, (1,), nev
 def _show(x) -> str:
     text = np.array2string(np.asarray(x), precision=4, separator=", ", max_line_width=10**6)
     return " ".join(text.split())
-
-
-def _run(fn, *args, what: str):
-    """Run learner code; a NotImplementedError passes through, other errors become plain words."""
-    try:
-        with np.errstate(all="ignore"):
-            return fn(*args)
-    except (NotImplementedError, AssertionError):
-        raise
-    except Exception as error:
-        raise AssertionError(
-            f"{what} raised {type(error).__name__}: {str(error).strip()}"
-        ) from None
 
 
 def _gradients(steps: int, seed: int, small: bool = False) -> list:
@@ -61,12 +49,12 @@ def _drive(make, gradients, what: str, after_step) -> tuple:
     """
     params = [ml.tensor(v.copy(), requires_grad=True) for v in _start()]
     arrays = [p.data for p in params]
-    opt = _run(make, params, what=f"creating {what}")
+    opt = call(f"creating {what}", make, params)
     for k, grads in enumerate(gradients, start=1):
         for p, g in zip(params, grads, strict=False):
             p.grad = g.copy()
         params[2].grad = None
-        _run(opt.step, what=f"{what}.step() (step {k})")
+        call(f"{what}.step() (step {k})", opt.step)
         for i, p in enumerate(params):
             if p.data is not arrays[i]:
                 raise AssertionError(
@@ -290,13 +278,13 @@ def _adam_mistakes(gradients) -> dict:
 def _adam_steps(MyAdam, gradients, params_from=None, opt_state=None):
     """Run MyAdam(**ADAM) over the gradients, optionally from saved parameters and state."""
     params = [ml.tensor(v.copy(), requires_grad=True) for v in (params_from or _start())]
-    opt = _run(lambda: MyAdam(params, **ADAM), what="creating MyAdam")
+    opt = call("creating MyAdam", lambda: MyAdam(params, **ADAM))
     if opt_state is not None:
-        _run(opt.load_state_dict, opt_state, what="load_state_dict")
+        call("load_state_dict", opt.load_state_dict, opt_state)
     for grads in gradients:
         for p, g in zip(params, grads, strict=False):
             p.grad = g.copy()
-        _run(opt.step, what="MyAdam.step()")
+        call("MyAdam.step()", opt.step)
     return params, opt
 
 
@@ -350,7 +338,7 @@ def _rosenbrock(MyAdam, steps: int = 500) -> list:
         loss = (1 - x) ** 2 + 100 * (y - x * x) ** 2
         xy.grad = None
         loss.backward()
-        _run(opt.step, what="MyAdam.step() on Rosenbrock")
+        call("MyAdam.step() on Rosenbrock", opt.step)
         losses.append(loss.item())
     return losses
 
@@ -363,7 +351,7 @@ def _clip_case(clip, grads, max_norm, what):
     params = [ml.tensor(np.zeros(np.shape(g)), requires_grad=True) for g in grads]
     for p, g in zip(params, grads, strict=True):
         p.grad = None if g is None else np.array(g, dtype=float)
-    norm = _run(clip, params, max_norm, what=what)
+    norm = call(what, clip, params, max_norm)
     return params, norm
 
 
