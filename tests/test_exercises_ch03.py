@@ -273,3 +273,136 @@ def test_the_deep_chain_needs_no_recursion():
     root, (x,) = ch03._chain()
     order = topological_order(root)
     assert len(order) == ch03.CHAIN_DEPTH + 1 and order[0] is x and order[-1] is root
+
+
+# --- exercise 5: an engine of your own, and the neuron it trains -----------------------------
+
+ENGINE = ("ex03_5_scalar_answer", "ex03_5_scalar_check")
+NEURON = ("ex03_5_train_neuron_answer", "ex03_5_train_neuron_check")
+LATER_CHECKS = {**EARLIER_CHECKS, ENGINE[1]: "pass"}
+
+ENGINE_MUTANTS = {
+    "assigns instead of accumulating": [
+        ("parent.grad += local * node.grad", "parent.grad = local * node.grad")
+    ],
+    "tanh derivative 1 - tanh": [("1.0 - t * t", "1.0 - t")],
+    "tanh derivative taken at the input": [("1.0 - t * t", "1.0 - self.data * self.data")],
+    "product rule with its own value": [
+        ("((self, other.data), (other, self.data))", "((self, self.data), (other, other.data))")
+    ],
+    "no reflected operators": [
+        (
+            "    __radd__ = __add__  # 2 + a: Python asks a.__radd__(2); addition does not mind the order\n    __rmul__ = __mul__\n",
+            "",
+        )
+    ],
+    "sweep in the sort's order": [("for node in reversed(order):", "for node in order:")],
+    "no visited record": [
+        ("            elif id(node) not in visited:\n", "            else:\n"),
+    ],
+    "pre-order sort": [
+        (
+            "            if expanded:\n                order.append(node)\n"
+            "            elif id(node) not in visited:\n"
+            "                visited.add(id(node))\n"
+            "                stack.append((node, True))\n",
+            "            if expanded:\n                continue\n"
+            "            elif id(node) not in visited:\n"
+            "                visited.add(id(node))\n"
+            "                order.insert(0, node)\n",
+        )
+    ],
+    "recursive sort": [
+        (
+            "        order, visited, stack = [], set(), [(self, False)]\n"
+            "        while stack:  # iterative post-order depth-first search\n"
+            "            node, expanded = stack.pop()\n"
+            "            if expanded:\n"
+            "                order.append(node)\n"
+            "            elif id(node) not in visited:\n"
+            "                visited.add(id(node))\n"
+            "                stack.append((node, True))\n"
+            "                stack.extend((parent, False) for parent, _ in node.parents)\n",
+            "        order, visited = [], set()\n\n"
+            "        def visit(node):\n"
+            "            if id(node) not in visited:\n"
+            "                visited.add(id(node))\n"
+            "                for parent, _ in node.parents:\n"
+            "                    visit(parent)\n"
+            "                order.append(node)\n\n"
+            "        visit(self)\n",
+        )
+    ],
+}
+
+NEURON_MUTANTS = {
+    "never zeroes the gradients": [("        w.grad, b.grad = 0.0, 0.0\n", "")],
+    "steps up the gradient": [("w.data -= lr * w.grad", "w.data += lr * w.grad")],
+    "loss recorded after the update": [
+        (
+            "        w.data -= lr * w.grad\n        b.data -= lr * b.grad\n"
+            "        losses.append(loss.data)\n",
+            "        w.data -= lr * w.grad\n        b.data -= lr * b.grad\n"
+            "        losses.append(sum(((w * x + b).tanh() + -y).data ** 2 "
+            "for x, y in zip(xs, ys)))\n",
+        )
+    ],
+    "mean instead of sum": [("losses.append(loss.data)", "losses.append(loss.data / len(xs))")],
+    "returns Scalars": [("return w.data, b.data, losses", "return w, b, losses")],
+    "forgets the bias": [("b.data -= lr * b.grad", "pass")],
+}
+
+
+def _run_engine(answer: str | None = None):
+    replace = dict(EARLIER_CHECKS)
+    if answer is not None:
+        replace[ENGINE[0]] = answer
+    return run_check(NB, ENGINE[1], replace=replace)
+
+
+def _run_neuron(answer: str | None = None):
+    replace = dict(LATER_CHECKS)
+    if answer is not None:
+        replace[NEURON[0]] = answer
+    return run_check(NB, NEURON[1], replace=replace)
+
+
+def test_the_engine_solution_passes(capsys):
+    _run_engine()
+    assert "✓ your Scalar engine agrees with minilucid" in capsys.readouterr().out
+
+
+def test_the_neuron_solution_passes(capsys):
+    _run_neuron()
+    assert "✓ your neuron trains exactly as minilucid's replay" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("label", list(ENGINE_MUTANTS))
+def test_a_wrong_engine_is_rejected(label):
+    with pytest.raises(AssertionError):
+        _run_engine(edited(NB, ENGINE[0], ENGINE_MUTANTS[label]))
+
+
+@pytest.mark.parametrize("label", list(NEURON_MUTANTS))
+def test_a_wrong_training_loop_is_rejected(label):
+    with pytest.raises(AssertionError):
+        _run_neuron(edited(NB, NEURON[0], NEURON_MUTANTS[label]))
+
+
+def test_the_engine_and_neuron_stubs_raise_not_implemented():
+    with pytest.raises(NotImplementedError):
+        _run_engine(with_answer(NB, ENGINE[0], "raise NotImplementedError()"))
+    with pytest.raises(NotImplementedError):
+        _run_neuron(with_answer(NB, NEURON[0], "raise NotImplementedError()"))
+
+
+def test_engine_messages_name_the_mistake():
+    namespace = _run_engine()
+    wrong = edited(NB, ENGINE[0], ENGINE_MUTANTS["assigns instead of accumulating"])
+    with pytest.raises(AssertionError, match=r"\+=, not ="):
+        _run_engine(wrong)
+    with pytest.raises(AssertionError, match="recursion limit"):
+        _run_engine(edited(NB, ENGINE[0], ENGINE_MUTANTS["recursive sort"]))
+    with pytest.raises(AssertionError, match="zero w.grad"):
+        _run_neuron(edited(NB, NEURON[0], NEURON_MUTANTS["never zeroes the gradients"]))
+    assert "Scalar" in namespace

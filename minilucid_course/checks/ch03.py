@@ -8,6 +8,7 @@ import numpy as np
 
 from minilucid.autograd import backward, topological_order
 from minilucid.tensor import Tensor
+from minilucid_course.checks.common import call
 
 CHAIN_DEPTH = 100_000
 
@@ -335,3 +336,174 @@ def check_hand_gradients(grads) -> None:
             )
     listing = ", ".join(f"{n} {_num(nodes[n].grad)}" for n in order)
     print(f"✓ all five gradients agree with minilucid's backward: {listing}")
+
+
+# --- exercise 5: a scalar engine of your own --------------------------------------------------
+#
+# The learner's `Scalar` is run on expressions that minilucid also computes (float64 tensors):
+# values and every leaf's gradient must agree. `train_neuron` is replayed with minilucid, step
+# for step, from the same start.
+
+ENGINE_CHAIN = 3_000  # deeper than Python's default recursion limit (1,000)
+
+# (label, leaves, the expression as a function of the leaves); numbers on both sides of + and *
+ENGINE_CASES = [
+    ("x * y", (2.0, -3.0), lambda x, y: x * y),
+    ("x + y", (2.0, -3.0), lambda x, y: x + y),
+    (
+        "2 * x + 1 and 3 + x * 4 (numbers on either side)",
+        (0.5,),
+        lambda x: (2 * x + 1) * (3 + x * 4),
+    ),
+    ("x * x + x (x used three times)", (1.5,), lambda x: x * x + x),
+    ("a diamond: a = 3x, then a * (2a)", (2.0,), lambda x: (lambda a: a * (a * 2))(x * 3)),
+    ("a diamond: a = 3x, then (2a) * a", (2.0,), lambda x: (lambda a: (a * 2) * a)(x * 3)),
+    ("tanh(w * x + b)", (0.7, -1.2, 0.3), lambda w, x, b: (w * x + b).tanh()),
+    ("tanh(x) * tanh(x) + tanh(2 * x)", (0.9,), lambda x: x.tanh() * x.tanh() + (2 * x).tanh()),
+    (
+        "(tanh(w * x) + -y) * (tanh(w * x) + -y)",
+        (0.4, 2.0),
+        lambda w, x: ((w * x).tanh() + -0.5) * ((w * x).tanh() + -0.5),
+    ),
+]
+
+
+def _engine_reference(fn, values):
+    """(value, [gradients]) of fn at values, by minilucid on float64 tensors."""
+    leaves = [Tensor(np.array(v, dtype=np.float64), requires_grad=True) for v in values]
+    out = fn(*leaves)
+    backward(out)
+    return float(out.data), [float(leaf.grad) for leaf in leaves]
+
+
+def _engine_run(Scalar, label, fn, values):
+    leaves = call(f"Scalar(...) for {label}", lambda: [Scalar(v) for v in values])
+    out = call(f"computing {label} with your Scalar", fn, *leaves)
+    if not hasattr(out, "backward") or not hasattr(out, "data"):
+        raise AssertionError(
+            f"{label} with your Scalar gave a {type(out).__name__}, not a Scalar: every op "
+            "(+, * with numbers on either side, tanh) must return a new Scalar"
+        )
+    call(f"backward() on {label}", out.backward)
+    return leaves, out
+
+
+def check_scalar_engine(Scalar) -> None:
+    """Values and gradients of the learner's Scalar against minilucid's, on small graphs."""
+    names = "xyzuvw"
+    for label, values, fn in ENGINE_CASES:
+        leaves, out = _engine_run(Scalar, label, fn, values)
+        value, grads = _engine_reference(fn, values)
+        if not np.isclose(float(out.data), value, rtol=1e-9, atol=1e-12):
+            raise AssertionError(
+                f"{label} at {values}: your Scalar computes {_num(out.data)}, "
+                f"expected {_num(value)}. Check the forward computation of its ops."
+            )
+        for i, (leaf, expected) in enumerate(zip(leaves, grads, strict=True)):
+            got = getattr(leaf, "grad", None)
+            if got is None or not np.isclose(float(got), expected, rtol=1e-7, atol=1e-10):
+                why = (
+                    "check each op's local derivative, times the gradient arriving from above; "
+                    "where a value is used more than once, add up what each use sends (+=, not "
+                    "=); and handle a value only once every value computed from it has sent "
+                    "its share (a topological order, walked in reverse)"
+                )
+                raise AssertionError(
+                    f"{label} at {values}: the gradient of leaf {i + 1} ({names[i]}) is "
+                    f"{got if got is None else _num(got)}, expected {_num(expected)}: {why}."
+                )
+    # a chain deeper than Python's recursion limit
+    x = Scalar(1.0)
+    y = x
+    for _ in range(ENGINE_CHAIN):
+        y = y * 1.0001
+    call(f"backward() on a chain of {ENGINE_CHAIN:,} multiplications", y.backward)
+    expected = 1.0001**ENGINE_CHAIN
+    if not np.isclose(float(x.grad), expected, rtol=1e-9):
+        raise AssertionError(
+            f"on a chain of {ENGINE_CHAIN:,} multiplications by 1.0001 the leaf's gradient is "
+            f"{_num(x.grad)}, expected {_num(expected)}"
+        )
+    print(
+        f"✓ your Scalar engine agrees with minilucid on {len(ENGINE_CASES)} expressions (reuse, "
+        f"a diamond, tanh) and a {ENGINE_CHAIN:,}-deep chain"
+    )
+
+
+NEURON_DATA = {
+    "xs": [-2.0, -1.0, 0.0, 1.0, 2.0],
+    "ys": [-0.9, -0.6, -0.2, 0.4, 0.8],
+    "w0": 0.1,
+    "b0": 0.0,
+    "lr": 0.05,
+    "steps": 60,
+}
+
+
+def _neuron_reference(xs, ys, w0, b0, lr, steps):
+    """The same training run with minilucid's tensors: losses before each update, final w, b."""
+    w = Tensor(np.array(w0), requires_grad=True)
+    b = Tensor(np.array(b0), requires_grad=True)
+    losses = []
+    for _ in range(steps):
+        loss = 0.0
+        for x, y in zip(xs, ys, strict=True):
+            d = (w * x + b).tanh() - y
+            loss = loss + d * d
+        w.grad = b.grad = None
+        backward(loss)
+        w.data = w.data - lr * w.grad
+        b.data = b.data - lr * b.grad
+        losses.append(float(loss.data))
+    return float(w.data), float(b.data), losses
+
+
+def check_train_neuron(train_neuron) -> None:
+    """Replay the learner's training run with minilucid, step by step."""
+    d = NEURON_DATA
+    result = call("train_neuron(...)", train_neuron, **d, returns=(tuple, list))
+    if len(result) != 3:
+        raise AssertionError(
+            f"train_neuron returned {len(result)} values; return (w, b, losses): the final "
+            "weight and bias as floats and the list of losses, one per step"
+        )
+    w, b, losses = result
+    w_ref, b_ref, losses_ref = _neuron_reference(**d)
+    try:
+        losses = [float(v) for v in losses]
+    except (TypeError, ValueError):
+        raise AssertionError("losses must be a list of numbers, one per step") from None
+    if len(losses) != d["steps"]:
+        raise AssertionError(
+            f"{d['steps']} steps should give {d['steps']} losses, got {len(losses)}"
+        )
+    for step, (got, expected) in enumerate(zip(losses, losses_ref, strict=True), start=1):
+        if not np.isclose(got, expected, rtol=1e-7, atol=1e-10):
+            if step == 1:
+                what = (
+                    "the first loss is the sum over the examples of (tanh(w*x + b) - y)**2 "
+                    "at the starting w and b, computed before any update"
+                )
+            else:
+                what = (
+                    "the first step was right, so look at the update: zero w.grad and b.grad "
+                    "before each backward (they add up otherwise), then step against the "
+                    "gradient, w.data -= lr * w.grad"
+                )
+            raise AssertionError(
+                f"step {step}: your loss is {_num(got)}, minilucid's replay gives "
+                f"{_num(expected)}; {what}"
+            )
+    try:
+        final = float(w), float(b)
+    except (TypeError, ValueError):
+        raise AssertionError("return w and b as numbers (w.data, b.data), not Scalars") from None
+    if not np.allclose(final, (w_ref, b_ref), rtol=1e-7, atol=1e-10):
+        raise AssertionError(
+            f"the losses are right but the final (w, b) = ({_num(final[0])}, {_num(final[1])}) is "
+            f"not ({_num(w_ref)}, {_num(b_ref)}); return them after the last update"
+        )
+    print(
+        f"✓ your neuron trains exactly as minilucid's replay: loss {_num(losses[0])} -> "
+        f"{_num(losses[-1])} in {d['steps']} steps, w = {_num(final[0])}, b = {_num(final[1])}"
+    )
