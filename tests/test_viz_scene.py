@@ -12,20 +12,12 @@ import pytest
 import minilucid as ml
 from minilucid import viz
 from minilucid.viz import draw_backward, draw_graph, step_through
+from minilucid_course.readme_picture import OUT as README_PICTURE
+from minilucid_course.readme_picture import expression as readme_graph
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is missing")
 SMALLEST = 11.0  # px, as displayed at natural size
 WIDEST = 960  # px, a notebook's output area
-
-
-def readme_graph():
-    x = ml.tensor([1.0, 2.0, 3.0], requires_grad=True, name="x")
-    w = ml.tensor(0.5, requires_grad=True, name="w")
-    h = (w * x).tanh()
-    h.name = "h"
-    loss = (h * h).sum()
-    loss.name = "loss"
-    return x, w, loss
 
 
 def chain(n: int):
@@ -168,6 +160,13 @@ def test_the_readme_picture_reads_at_readme_width():
     height = float(re.search(r'height="([\d.]+)pt"', svg).group(1)) * 4 / 3
     assert width / height <= 3  # at most 3:1, so it is not shrunk to a strip
     assert width <= 830 and smallest >= SMALLEST  # a code host shows the README about 830 px wide
+
+
+def test_the_committed_readme_picture_is_the_readable_one():
+    png = README_PICTURE.read_bytes()
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert width <= 830 and width / height <= 3, (width, height)  # shown at full size
+    assert f"docs/{README_PICTURE.name}" in (README_PICTURE.parents[1] / "README.md").read_text()
 
 
 # --------------------------------------------------------------------------------------------
