@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from nbharness import rejected, run_check, unanswered, with_answer
+from nbharness import edited, rejected, run_check, unanswered, with_answer
 
 import minilucid as ml
 from minilucid.gradcheck import GradcheckError
@@ -24,40 +24,40 @@ _unanswered = functools.partial(unanswered, NB)
 
 
 # --------------------------------------------------------------------------------------------
-# Exercise 1: a stable log_softmax forward
+# Exercise 2: a stable log_softmax forward
 
-EX1 = ("ex05_1_log_softmax_check", "ex05_1_log_softmax_answer")
+EX2 = ("ex05_2_log_softmax_check", "ex05_2_log_softmax_answer")
 
 
-def test_ex1_solution_passes(capsys):
-    run_check(NB, EX1[0])
+def test_ex2_solution_passes(capsys):
+    run_check(NB, EX2[0])
     assert "✓ log_softmax_forward" in capsys.readouterr().out
 
 
-def test_ex1_unanswered_raises_not_implemented():
-    _unanswered(*EX1)
+def test_ex2_unanswered_raises_not_implemented():
+    _unanswered(*EX2)
 
 
-def test_ex1_rejects_naive_formula():
-    wrong = _solved(EX1[1], "return np.log(np.exp(a) / np.exp(a).sum(axis=dim, keepdims=True))")
-    _rejected(*EX1, wrong, "large logits", "shift the logits by their maximum")
+def test_ex2_rejects_naive_formula():
+    wrong = _solved(EX2[1], "return np.log(np.exp(a) / np.exp(a).sum(axis=dim, keepdims=True))")
+    _rejected(*EX2, wrong, "large logits", "shift the logits by their maximum")
 
 
-def test_ex1_rejects_forgotten_keepdims():
+def test_ex2_rejects_forgotten_keepdims():
     wrong = _solved(
-        EX1[1],
+        EX2[1],
         """
 shifted = a - a.max(axis=dim)
 return shifted - np.log(np.exp(shifted).sum(axis=dim))
 """,
     )
-    _rejected(*EX1, wrong, "batch of 2 rows")
+    _rejected(*EX2, wrong, "batch of 2 rows")
 
 
-def test_ex1_rejects_forgotten_keepdims_on_square_input():
+def test_ex2_rejects_forgotten_keepdims_on_square_input():
     # broadcasting a (3,) maximum against a 3 x 3 array raises nothing: only the values show it
     wrong = _solved(
-        EX1[1],
+        EX2[1],
         """
 if a.ndim == 2 and a.shape[0] != a.shape[1]:
     top = a.max(axis=dim, keepdims=True)
@@ -67,24 +67,24 @@ shifted = a - top
 return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
 """,
     )
-    _rejected(*EX1, wrong, "3 x 3 batch", "expected")
+    _rejected(*EX2, wrong, "3 x 3 batch", "expected")
 
 
-def test_ex1_rejects_shift_by_mean():
+def test_ex2_rejects_shift_by_mean():
     wrong = _solved(
-        EX1[1],
+        EX2[1],
         """
 shifted = a - a.mean(axis=dim, keepdims=True)
 return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
 """,
     )
-    _rejected(*EX1, wrong, "large logits", "got [-inf")
+    _rejected(*EX2, wrong, "large logits", "got [-inf")
 
 
-def test_ex1_rejects_shift_by_mean_even_when_the_mean_is_not_zero():
+def test_ex2_rejects_shift_by_mean_even_when_the_mean_is_not_zero():
     # only the "far from zero" case catches a mean shift whose spread still overflows
     wrong = _solved(
-        EX1[1],
+        EX2[1],
         """
 if np.allclose(a.mean(axis=dim), 0):
     shifted = a - a.max(axis=dim, keepdims=True)
@@ -93,125 +93,254 @@ else:
 return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
 """,
     )
-    _rejected(*EX1, wrong, "logits far from zero")
+    _rejected(*EX2, wrong, "logits far from zero")
 
 
-def test_ex1_rejects_forgetting_to_add_the_maximum_back():
+def test_ex2_rejects_forgetting_to_add_the_maximum_back():
     wrong = _solved(
-        EX1[1],
+        EX2[1],
         """
 top = a.max(axis=dim, keepdims=True)
 return a - np.log(np.exp(a - top).sum(axis=dim, keepdims=True))
 """,
     )
-    _rejected(*EX1, wrong, "a small vector", "sum to 1")
+    _rejected(*EX2, wrong, "a small vector", "sum to 1")
 
 
-def test_ex1_rejects_hard_coded_last_axis():
+def test_ex2_rejects_hard_coded_last_axis():
     wrong = _solved(
-        EX1[1],
+        EX2[1],
         """
 shifted = a - a.max(axis=-1, keepdims=True)
 return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 """,
     )
-    _rejected(*EX1, wrong, "dim=0")
+    _rejected(*EX2, wrong, "dim=0")
 
 
-def test_ex1_rejects_changing_the_input_in_place():
+def test_ex2_rejects_changing_the_input_in_place():
     wrong = _solved(
-        EX1[1],
+        EX2[1],
         """
 a -= a.max(axis=dim, keepdims=True)
 return a - np.log(np.exp(a).sum(axis=dim, keepdims=True))
 """,
     )
-    _rejected(*EX1, wrong, "in place")
+    _rejected(*EX2, wrong, "in place")
 
 
 # --------------------------------------------------------------------------------------------
-# Exercise 2: Sigmoid.backward
+# Exercise 1: a sigmoid op that survives float32, forward and backward
 
-EX2 = ("ex05_2_sigmoid_backward_check", "ex05_2_sigmoid_backward_answer")
-
-
-def test_ex2_solution_passes(capsys):
-    run_check(NB, EX2[0])
-    assert "✓ MySigmoid.backward" in capsys.readouterr().out
+EX1 = ("ex05_1_sigmoid_check", "ex05_1_sigmoid_answer")
+_FORWARD = "out = np.where(a >= 0, 1 / (1 + e), e / (1 + e))"
+_BACKWARD = "return grad * out * (1 - out)"
 
 
-def test_ex2_unanswered_raises_not_implemented():
-    _unanswered(*EX2)
+def _sigmoid_with(*edits) -> str:
+    return edited(NB, EX1[1], list(edits))
 
 
-def test_ex2_rejects_one_plus_z():
-    wrong = _solved(EX2[1], "return grad * out * (1 + out)")
-    _rejected(*EX2, wrong, "z * (1 + z)", "entry (0,)")
+def test_ex1_solution_passes(capsys):
+    run_check(NB, EX1[0])
+    assert "✓ MySigmoid: values and gradients right" in capsys.readouterr().out
 
 
-def test_ex2_rejects_using_the_input():
-    wrong = _solved(EX2[1], "return grad * a * (1 - a)")
-    _rejected(*EX2, wrong, "used the input a")
+def test_ex1_unanswered_raises_not_implemented():
+    _unanswered(*EX1)
 
 
-def test_ex2_rejects_forgetting_the_incoming_gradient():
-    wrong = _solved(EX2[1], "return out * (1 - out)")
-    _rejected(*EX2, wrong, "incoming gradient was not multiplied")
+def test_ex1_rejects_the_textbook_formula_at_minus_100_in_float32():
+    wrong = _sigmoid_with((_FORWARD, "out = 1 / (1 + np.exp(-a))"))
+    _rejected(*EX1, wrong, "float32 input", "overflow", "-|a|")
 
 
-def test_ex2_rejects_tanh_derivative():
-    wrong = _solved(EX2[1], "return grad * (1 - out * out)")
-    _rejected(*EX2, wrong, "tanh's derivative")
+def test_ex1_rejects_both_formulas_inside_np_where():
+    both = "out = np.where(a >= 0, 1 / (1 + np.exp(-a)), np.exp(a) / (1 + np.exp(a)))"
+    _rejected(*EX1, _sigmoid_with((_FORWARD, both)), "overflow", "np.where computes both")
 
 
-def test_ex2_rejects_flipped_sign():
-    wrong = _solved(EX2[1], "return -grad * out * (1 - out)")
-    _rejected(*EX2, wrong, "sign is flipped")
+def test_ex1_rejects_the_tanh_form_that_loses_the_left_tail():
+    wrong = _sigmoid_with((_FORWARD, "out = 0.5 * (1 + np.tanh(0.5 * a))"))
+    _rejected(*EX1, wrong, "a = -30", "left tail lost its digits")
 
 
-def test_ex2_picture_lights_up_a_wrong_backward():
-    wrong = _solved(EX2[1], "return grad * out * (1 + out)")
-    namespace = run_check(NB, "ex05_1_log_softmax_check")
+def test_ex1_rejects_changing_the_dtype():
+    wrong = _sigmoid_with((_FORWARD, _FORWARD + ".astype(np.float64)"))
+    _rejected(*EX1, wrong, "float32 input", "returned float64")
+
+
+def test_ex1_rejects_a_backward_through_exp_of_minus_a():
+    wrong = _sigmoid_with(
+        ("ctx.save_for_backward(out)", "ctx.save_for_backward(a)"),
+        ("(out,) = ctx.saved_tensors", "(a,) = ctx.saved_tensors"),
+        (_BACKWARD, "return grad * np.exp(-a) / (1 + np.exp(-a)) ** 2"),
+    )
+    _rejected(*EX1, wrong, "float32 input", "overflow")
+
+
+def test_ex1_rejects_one_plus_z():
+    wrong = _sigmoid_with((_BACKWARD, "return grad * out * (1 + out)"))
+    _rejected(*EX1, wrong, "z * (1 + z)", "entry (0,)")
+
+
+def test_ex1_rejects_using_the_input():
+    wrong = _sigmoid_with(
+        ("ctx.save_for_backward(out)", "ctx.save_for_backward(a, out)"),
+        ("(out,) = ctx.saved_tensors", "a, out = ctx.saved_tensors"),
+        (_BACKWARD, "return grad * a * (1 - a)"),
+    )
+    _rejected(*EX1, wrong, "used the input a")
+
+
+def test_ex1_rejects_forgetting_the_incoming_gradient():
+    wrong = _sigmoid_with((_BACKWARD, "return out * (1 - out)"))
+    _rejected(*EX1, wrong, "incoming gradient was not multiplied")
+
+
+def test_ex1_rejects_tanh_derivative():
+    wrong = _sigmoid_with((_BACKWARD, "return grad * (1 - out * out)"))
+    _rejected(*EX1, wrong, "tanh's derivative")
+
+
+def test_ex1_rejects_flipped_sign():
+    wrong = _sigmoid_with((_BACKWARD, "return -grad * out * (1 - out)"))
+    _rejected(*EX1, wrong, "sign is flipped")
+
+
+def test_ex1_picture_lights_up_a_wrong_backward():
+    wrong = _sigmoid_with((_BACKWARD, "return grad * out * (1 + out)"))
+    namespace = run_check(NB, EX1[0])
     exec(compile(wrong, "<wrong answer>", "exec"), namespace)
     picture = namespace["your_sigmoid_picture"](namespace["MySigmoid"])
     listing = repr(picture)
     assert "MySigmoid(t1)  -- bad" in listing, listing
 
 
-# --------------------------------------------------------------------------------------------
-# Exercise 3: cross_entropy from log_softmax and indexing
+def test_ex1_the_packages_sigmoid_passes_the_same_check(capsys):
+    from minilucid.ops.unary import Sigmoid
+    from minilucid_course.checks.ch05 import check_sigmoid
 
-EX3 = ("ex05_3_cross_entropy_check", "ex05_3_cross_entropy_answer")
+    check_sigmoid(Sigmoid)
+    assert "✓ Sigmoid" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 3 (a real problem): softplus (3a) or log-sum-exp (3b) as a stable op
+
+EX3A = ("ex05_3a_softplus_check", "ex05_3a_softplus_answer")
+EX3B = ("ex05_3b_logsumexp_check", "ex05_3b_logsumexp_answer")
+_SOFTPLUS = "return np.maximum(a, 0) + np.log1p(e)  # log(1 + e^a) = max(a, 0) + log(1 + e^-|a|)"
+_SOFTPLUS_GRAD = "return grad * np.where(a >= 0, 1 / (1 + e), e / (1 + e))  # the stable sigmoid"
+
+
+def test_ex3a_solution_passes(capsys):
+    run_check(NB, EX3A[0])
+    assert "✓ MySoftplus" in capsys.readouterr().out
+
+
+def test_ex3a_unanswered_raises_not_implemented():
+    _unanswered(*EX3A)
+
+
+@pytest.mark.parametrize(
+    "forward, words",
+    [
+        ("return np.log(1 + np.exp(a))", ["large inputs", "overflow"]),
+        ("return np.maximum(a, 0) + np.log(1 + e)", ["a = -50", "NumPy has a log that takes x"]),
+        ("return np.log1p(np.exp(a))", ["overflow"]),
+        ("return np.maximum(a, 0) + np.log1p(e).astype(np.float64)", ["float32", "dtype"]),
+        ("return np.where(a > 0, a, 0) + 0 * e", ["moderate inputs", "wrong at a ="]),
+    ],
+    ids=["textbook", "log-not-log1p", "log1p-of-exp-a", "float64-out", "relu"],
+)
+def test_ex3a_rejects_unstable_or_wrong_forwards(forward, words):
+    _rejected(*EX3A, edited(NB, EX3A[1], [(_SOFTPLUS, forward)]), *words)
+
+
+@pytest.mark.parametrize(
+    "backward, words",
+    [
+        ("return grad / (1 + np.exp(-a))", ["overflow"]),
+        ("return grad * 0.5 * (1 + np.tanh(0.5 * a))", ["a = -50", "tiny, not 0"]),
+        ("return grad * a", ["grad * a"]),
+        ("return np.where(a >= 0, 1 / (1 + e), e / (1 + e))", ["incoming gradient"]),
+        ("return grad * np.where(a >= 0, e / (1 + e), 1 / (1 + e))", ["expected"]),
+    ],
+    ids=["textbook-sigmoid", "tanh-sigmoid", "grad-times-a", "no-grad", "swapped-branches"],
+)
+def test_ex3a_rejects_wrong_or_unstable_backwards(backward, words):
+    _rejected(*EX3A, edited(NB, EX3A[1], [(_SOFTPLUS_GRAD, backward)]), *words)
+
+
+def test_ex3b_solution_passes(capsys):
+    run_check(NB, EX3B[0])
+    assert "✓ MyLogSumExp" in capsys.readouterr().out
+
+
+def test_ex3b_unanswered_raises_not_implemented():
+    _unanswered(*EX3B)
+
+
+_LSE_KEPT = "kept = top + np.log(np.exp(a - top).sum(axis=ctx.dim, keepdims=True))"
+_LSE_BACK = "g = grad if ctx.keepdim else np.expand_dims(grad, ctx.dim)"
+
+
+@pytest.mark.parametrize(
+    "edits, words",
+    [
+        ([(_LSE_KEPT, "kept = np.log(np.exp(a).sum(axis=ctx.dim, keepdims=True))")],
+         ["large logits", "overflow"]),
+        ([(_LSE_KEPT, "kept = np.log(np.exp(a - top).sum(axis=ctx.dim, keepdims=True))")],
+         ["a small vector", "expected"]),
+        ([("return kept if keepdim else np.squeeze(kept, axis=ctx.dim)", "return kept")],
+         ["a small vector", "unless keepdim=True"]),
+        ([(_LSE_BACK, "g = grad")], ["rows far apart", "put the reduced dimension back"]),
+        ([("return g * np.exp(a - kept)", "return g * np.exp(a) / np.exp(a).sum(axis=ctx.dim, keepdims=True)")],
+         ["overflow"]),
+        ([("return g * np.exp(a - kept)", "return np.broadcast_to(g, a.shape)")], ["softmax(a)_j"]),
+    ],
+    ids=["no-shift", "shift-not-added-back", "keepdim-ignored", "no-expand-dims",
+         "naive-softmax-backward", "sum-backward"],
+)
+def test_ex3b_rejects_wrong_or_unstable_answers(edits, words):
+    _rejected(*EX3B, edited(NB, EX3B[1], edits), *words)
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 4: cross_entropy from log_softmax and indexing
+
+EX4 = ("ex05_4_cross_entropy_check", "ex05_4_cross_entropy_answer")
 ROWS = "np.arange(len(targets))"
 
 
-def test_ex3_solution_passes(capsys):
-    run_check(NB, EX3[0])
+def test_ex4_solution_passes(capsys):
+    run_check(NB, EX4[0])
     assert "✓ cross_entropy matches" in capsys.readouterr().out
 
 
-def test_ex3_unanswered_raises_not_implemented():
-    _unanswered(*EX3)
+def test_ex4_unanswered_raises_not_implemented():
+    _unanswered(*EX4)
 
 
-def test_ex3_rejects_missing_minus():
-    wrong = _solved(EX3[1], f"return logits.log_softmax(dim=1)[{ROWS}, targets].mean()")
-    _rejected(*EX3, wrong, "sign is flipped")
+def test_ex4_rejects_missing_minus():
+    wrong = _solved(EX4[1], f"return logits.log_softmax(dim=1)[{ROWS}, targets].mean()")
+    _rejected(*EX4, wrong, "sign is flipped")
 
 
-def test_ex3_rejects_sum_instead_of_mean():
-    wrong = _solved(EX3[1], f"return -logits.log_softmax(dim=1)[{ROWS}, targets].sum()")
-    _rejected(*EX3, wrong, "sum over the batch")
+def test_ex4_rejects_sum_instead_of_mean():
+    wrong = _solved(EX4[1], f"return -logits.log_softmax(dim=1)[{ROWS}, targets].sum()")
+    _rejected(*EX4, wrong, "sum over the batch")
 
 
-def test_ex3_rejects_swapped_indices():
-    wrong = _solved(EX3[1], f"return -logits.log_softmax(dim=1)[targets, {ROWS}].mean()")
-    _rejected(*EX3, wrong, "4 examples")  # 4 x 3: index 3 is out of range for the columns
+def test_ex4_rejects_swapped_indices():
+    wrong = _solved(EX4[1], f"return -logits.log_softmax(dim=1)[targets, {ROWS}].mean()")
+    _rejected(*EX4, wrong, "4 examples")  # 4 x 3: index 3 is out of range for the columns
 
 
-def test_ex3_rejects_swapped_indices_on_square_batch():
+def test_ex4_rejects_swapped_indices_on_square_batch():
     wrong = _solved(
-        EX3[1],
+        EX4[1],
         f"""
 log_probs = logits.log_softmax(dim=1)
 if logits.shape[0] == logits.shape[1]:
@@ -219,22 +348,22 @@ if logits.shape[0] == logits.shape[1]:
 return -log_probs[{ROWS}, targets].mean()
 """,
     )
-    _rejected(*EX3, wrong, "indices are swapped")
+    _rejected(*EX4, wrong, "indices are swapped")
 
 
-def test_ex3_rejects_whole_columns():
-    wrong = _solved(EX3[1], "return -logits.log_softmax(dim=1)[:, targets].mean()")
-    _rejected(*EX3, wrong, "n x n block")
+def test_ex4_rejects_whole_columns():
+    wrong = _solved(EX4[1], "return -logits.log_softmax(dim=1)[:, targets].mean()")
+    _rejected(*EX4, wrong, "n x n block")
 
 
-def test_ex3_rejects_log_of_softmax():
-    wrong = _solved(EX3[1], f"return -logits.softmax(dim=1).log()[{ROWS}, targets].mean()")
-    _rejected(*EX3, wrong, "large logits", "use log_softmax")
+def test_ex4_rejects_log_of_softmax():
+    wrong = _solved(EX4[1], f"return -logits.softmax(dim=1).log()[{ROWS}, targets].mean()")
+    _rejected(*EX4, wrong, "large logits", "use log_softmax")
 
 
-def test_ex3_rejects_a_loss_without_graph():
+def test_ex4_rejects_a_loss_without_graph():
     wrong = _solved(
-        EX3[1],
+        EX4[1],
         """
 data = logits.data
 log_probs = data - data.max(axis=1, keepdims=True)
@@ -242,13 +371,13 @@ log_probs = log_probs - np.log(np.exp(log_probs).sum(axis=1, keepdims=True))
 return Tensor(-log_probs[np.arange(len(targets)), targets].mean())
 """,
     )
-    _rejected(*EX3, wrong, "no graph behind it")
+    _rejected(*EX4, wrong, "no graph behind it")
 
 
 # --------------------------------------------------------------------------------------------
-# Exercise 4: gradcheck's comparison loop
+# Exercise 5 (optional): gradcheck's comparison loop
 
-EX4 = ("ex05_4_first_disagreement_check", "ex05_4_first_disagreement_answer")
+EX5 = ("ex05_5_first_disagreement_check", "ex05_5_first_disagreement_answer")
 LOOP = """
 for k, (a, n) in enumerate(zip(analytic, numeric)):
     bad = {bad}
@@ -260,42 +389,42 @@ return None
 
 def _loop(bad="np.abs(a - n) > atol + rtol * np.abs(n)", found=None):
     found = found or "k, np.unravel_index(int(np.argmax(bad)), a.shape)"
-    return _solved(EX4[1], LOOP.format(bad=bad, found=found))
+    return _solved(EX5[1], LOOP.format(bad=bad, found=found))
 
 
-def test_ex4_solution_passes(capsys):
-    run_check(NB, EX4[0])
+def test_ex5_solution_passes(capsys):
+    run_check(NB, EX5[0])
     assert "✓ first_disagreement" in capsys.readouterr().out
 
 
-def test_ex4_unanswered_raises_not_implemented():
-    _unanswered(*EX4)
+def test_ex5_unanswered_raises_not_implemented():
+    _unanswered(*EX5)
 
 
-def test_ex4_rejects_exact_equality():
-    _rejected(*EX4, _loop(bad="a != n"), "agree up to rounding", "expected None")
+def test_ex5_rejects_exact_equality():
+    _rejected(*EX5, _loop(bad="a != n"), "agree up to rounding", "expected None")
 
 
-def test_ex4_rejects_absolute_tolerance_only():
-    _rejected(*EX4, _loop(bad="np.abs(a - n) > atol"), "large gradients")
+def test_ex5_rejects_absolute_tolerance_only():
+    _rejected(*EX5, _loop(bad="np.abs(a - n) > atol"), "large gradients")
 
 
-def test_ex4_rejects_relative_tolerance_only():
-    _rejected(*EX4, _loop(bad="np.abs(a - n) > rtol * np.abs(n)"), "near zero")
+def test_ex5_rejects_relative_tolerance_only():
+    _rejected(*EX5, _loop(bad="np.abs(a - n) > rtol * np.abs(n)"), "near zero")
 
 
-def test_ex4_rejects_flat_index():
-    _rejected(*EX4, _loop(found="k, int(np.argmax(bad))"), "np.unravel_index")
+def test_ex5_rejects_flat_index():
+    _rejected(*EX5, _loop(found="k, int(np.argmax(bad))"), "np.unravel_index")
 
 
-def test_ex4_rejects_largest_difference_instead_of_first():
+def test_ex5_rejects_largest_difference_instead_of_first():
     found = "k, np.unravel_index(int(np.argmax(np.abs(a - n))), a.shape)"
-    _rejected(*EX4, _loop(found=found), "later one more so", "entry (1, 0)")
+    _rejected(*EX5, _loop(found=found), "later one more so", "entry (1, 0)")
 
 
-def test_ex4_rejects_looking_at_the_first_input_only():
+def test_ex5_rejects_looking_at_the_first_input_only():
     wrong = _solved(
-        EX4[1],
+        EX5[1],
         """
 a, n = analytic[0], numeric[0]
 bad = np.abs(a - n) > atol + rtol * np.abs(n)
@@ -304,12 +433,12 @@ if bad.any():
 return None
 """,
     )
-    _rejected(*EX4, wrong, "input 1 wrong")
+    _rejected(*EX5, wrong, "input 1 wrong")
 
 
-def test_ex4_rejects_last_input_instead_of_first():
+def test_ex5_rejects_last_input_instead_of_first():
     wrong = _solved(
-        EX4[1],
+        EX5[1],
         """
 found = None
 for k, (a, n) in enumerate(zip(analytic, numeric)):
@@ -319,7 +448,7 @@ for k, (a, n) in enumerate(zip(analytic, numeric)):
 return found
 """,
     )
-    _rejected(*EX4, wrong, "both inputs wrong")
+    _rejected(*EX5, wrong, "both inputs wrong")
 
 
 # --------------------------------------------------------------------------------------------

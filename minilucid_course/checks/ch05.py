@@ -34,7 +34,7 @@ def _call(fn, *args, what: str, hint: str = ""):
 
 
 # --------------------------------------------------------------------------------------------
-# Exercise 1: a stable log_softmax forward
+# Exercise 2: a stable log_softmax forward
 
 _LOG_SOFTMAX_CASES = (
     ("a small vector", np.array([1.0, 2.0, 3.0]), -1),
@@ -128,11 +128,14 @@ def your_log_softmax_graph(log_softmax_forward):
 
 
 # --------------------------------------------------------------------------------------------
-# Exercise 2: Sigmoid.backward
+# Exercise 1: a sigmoid op that survives float32, forward and backward
 
 
 def _sigmoid(a: np.ndarray) -> np.ndarray:
-    return 0.5 * (1 + np.tanh(0.5 * a))
+    """The sigmoid in float64, right to the last digit in both tails."""
+    a = np.asarray(a, dtype=np.float64)
+    e = np.exp(-np.abs(a))
+    return np.where(a >= 0, 1 / (1 + e), e / (1 + e))
 
 
 _SIGMOID_INPUTS = (
@@ -140,49 +143,73 @@ _SIGMOID_INPUTS = (
     np.array([[0.3, -1.2, 2.5], [-4.0, 1.0, 0.1]]),
     np.array([-30.0, -8.0, 8.0, 30.0]),
 )
+_SIGMOID_EXTREMES = np.array([-100.0, -88.0, -30.0, -5.0, 0.0, 5.0, 30.0, 89.0, 100.0])
 
 
-def check_sigmoid_backward(sigmoid_op) -> None:
-    """sigmoid_op.backward must send grad * z * (1 - z); checked entry by entry with gradcheck."""
-    name = sigmoid_op.__name__
-    for k, data in enumerate(_SIGMOID_INPUTS):
-        a = Tensor(data.copy(), requires_grad=True)
-        out = _call(sigmoid_op.apply, a, what=f"{name}.apply on {_show(data)}")
-        if not np.allclose(out.data, _sigmoid(data)):
-            raise AssertionError(
-                f"{name} forward on {_show(data)} gave {_show(out.data)}, expected "
-                f"{_show(_sigmoid(data))}; the forward was given to you, leave it as it is"
-            )
-        weights = np.random.default_rng(k).uniform(0.5, 1.5, size=data.shape)
-        (got,) = _call(
-            ml.grad,
-            out,
-            [a],
-            weights,
-            what=f"{name}.backward on input {_show(data)} with gradient {_show(weights)}",
+def _wrong_value(name: str, what: str, data, expected, got, where: tuple, words: str):
+    return AssertionError(
+        f"{name} forward on {what} is wrong at a = {float(data[where]):g}: expected "
+        f"{float(expected[where]):.6g}, got {float(got[where]):.6g}.{words}"
+    )
+
+
+def _gradient_shape(name: str, data, got) -> None:
+    if got is None or np.shape(got) != data.shape:
+        raise AssertionError(
+            f"{name}.backward on an input of shape {data.shape} returned a gradient of "
+            f"shape {np.shape(got)}; return one gradient with the input's shape"
         )
+
+
+def check_sigmoid(sigmoid_op) -> None:
+    """Forward and backward of the learner's sigmoid, in float64 and at float32's extremes."""
+    name = sigmoid_op.__name__
+    cases = [(d, f"input {_show(d)}") for d in _SIGMOID_INPUTS]
+    cases.append(
+        (_SIGMOID_EXTREMES.astype(np.float32), f"float32 input {_show(_SIGMOID_EXTREMES)}")
+    )
+    for k, (data, what) in enumerate(cases):
+        weights = np.random.default_rng(k).uniform(0.5, 1.5, size=data.shape)
+        z_got, got = _run_op(sigmoid_op, data, weights, what)
         z = _sigmoid(data)
-        expected = weights * z * (1 - z)
-        if got is None or np.shape(got) != data.shape:
+        if z_got.dtype != data.dtype:
             raise AssertionError(
-                f"{name}.backward on an input of shape {data.shape} returned a gradient of "
-                f"shape {np.shape(got)}; return one gradient with the input's shape"
+                f"{name} forward on {what} returned {z_got.dtype}; keep the input's dtype "
+                f"({data.dtype}): a float32 model should stay float32"
             )
-        bad = ~np.isclose(got, expected, rtol=1e-6, atol=1e-12)
+        wrong = ~np.isclose(z_got, z, rtol=1e-5 if data.dtype == np.float32 else 1e-9, atol=1e-44)
+        if wrong.any():
+            where = tuple(int(i) for i in np.unravel_index(int(np.argmax(wrong)), data.shape))
+            words = ""
+            if data[where] < -10 and np.isfinite(z_got[where]):
+                words = (
+                    " The left tail lost its digits: there the sigmoid is tiny, and a formula "
+                    "that adds two numbers close to 1 and -1 (such as 1 + tanh(a/2)) cancels. "
+                    "For a < 0 compute it from exp(a), which is small there."
+                )
+            raise _wrong_value(name, what, data, z, z_got, where, words)
+        _gradient_shape(name, data, got)
+        expected = weights * z * (1 - z)
+        tolerance = (1e-4, 1e-7) if data.dtype == np.float32 else (1e-6, 1e-12)
+        bad = ~np.isclose(got, expected, rtol=tolerance[0], atol=tolerance[1])
         if bad.any():
             where = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), data.shape))
             raise AssertionError(
-                f"{name}.backward is wrong at entry {where} of input {_show(data)}: "
-                f"with a = {data[where]:.4g}, z = {z[where]:.4g} and incoming gradient "
-                f"{weights[where]:.4g}, expected {expected[where]:.6g}, got {got[where]:.6g}."
-                + _sigmoid_diagnosis(got, data, z, weights)
+                f"{name}.backward is wrong at entry {where} of {what}: "
+                f"with a = {float(data[where]):.4g}, z = {float(z[where]):.4g} and incoming "
+                f"gradient {weights[where]:.4g}, expected {float(expected[where]):.6g}, got "
+                f"{float(got[where]):.6g}."
+                + _sigmoid_diagnosis(got, data.astype(np.float64), z, weights)
             )
-        # the same verdict from the oracle, as a learner would run it
-        try:
-            ml.gradcheck(sigmoid_op.apply, (Tensor(data.copy(), requires_grad=True),))
-        except GradcheckError as error:
-            raise AssertionError(f"{name} fails gradcheck: {error}") from None
-    print(f"✓ {name}.backward agrees with central differences on {len(_SIGMOID_INPUTS)} inputs")
+        if data.dtype == np.float64:  # the same verdict from the oracle, as a learner would run it
+            try:
+                ml.gradcheck(sigmoid_op.apply, (Tensor(data.copy(), requires_grad=True),))
+            except GradcheckError as error:
+                raise AssertionError(f"{name} fails gradcheck: {error}") from None
+    print(
+        f"✓ {name}: values and gradients right on {len(cases)} inputs, float32 from -100 to 100 "
+        "included, with no overflow on the way"
+    )
 
 
 def _sigmoid_diagnosis(got, a, z, w) -> str:
@@ -213,7 +240,7 @@ def your_sigmoid_picture(sigmoid_op):
 
 
 # --------------------------------------------------------------------------------------------
-# Exercise 3: cross_entropy from log_softmax and indexing
+# Exercise 4: cross_entropy from log_softmax and indexing
 
 _CROSS_ENTROPY_CASES = (
     (
@@ -318,7 +345,7 @@ def your_cross_entropy_graph(cross_entropy):
 
 
 # --------------------------------------------------------------------------------------------
-# Exercise 4 (optional): gradcheck's comparison loop
+# Exercise 5 (optional): gradcheck's comparison loop
 
 _COMPARE_CASES = (
     (
@@ -420,4 +447,172 @@ def check_first_disagreement(first_disagreement) -> None:
     print(
         "✓ first_disagreement is right on 6 cases and finds the bug in a real op: "
         "input 0, entry (1, 0)"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 3 (a real problem): a stable op of your own, softplus (3a) or log-sum-exp (3b)
+
+
+def _softplus(a: np.ndarray) -> np.ndarray:
+    """log(1 + e^a) in float64, right to the last digit at both ends."""
+    a = np.asarray(a, dtype=np.float64)
+    return np.maximum(a, 0) + np.log1p(np.exp(-np.abs(a)))
+
+
+_SOFTPLUS_CASES = (
+    ("moderate inputs", np.array([-3.0, -0.5, 0.0, 0.25, 2.0])),
+    ("a 2 x 3 batch", np.array([[0.3, -1.2, 4.0], [-7.0, 1.0, 0.1]])),
+    ("large inputs", np.array([-1000.0, -50.0, 50.0, 1000.0])),
+    ("inputs whose results are tiny", np.array([-40.0, -37.0, -745.0])),
+    ("float32 inputs", np.array([-100.0, -20.0, -1.0, 0.0, 1.0, 20.0, 100.0], dtype=np.float32)),
+)
+
+
+def _run_op(op, data: np.ndarray, weights: np.ndarray, what: str, hint: str = "", **kwargs):
+    """Forward and backward of a learner's op; overflow and nan are errors, not warnings."""
+    a = Tensor(data.copy(), requires_grad=True)
+    try:
+        with np.errstate(over="raise", invalid="raise", divide="raise", under="ignore"):
+            out = op.apply(a, **kwargs)
+            (got,) = ml.grad(out, [a], np.asarray(weights, dtype=data.dtype))
+    except NotImplementedError:
+        raise
+    except FloatingPointError as error:
+        raise AssertionError(
+            f"{op.__name__} on {what}: NumPy reports {error} on the way (an exp overflowed, or "
+            "a log met 0, or inf met inf). Rearrange so that exp only ever sees numbers <= 0, "
+            "such as -|a| (float32 overflows above exp(88.7)). Careful: np.where computes both "
+            "of its branches for every entry."
+        ) from None
+    except Exception as error:
+        raise AssertionError(
+            f"{op.__name__} on {what} raised {type(error).__name__}: {str(error).strip()}"
+            + (f". {hint}" if hint else "")
+        ) from None
+    return out.data, got
+
+
+def _first_bad(got, expected, rtol, atol):
+    bad = ~np.isclose(got, expected, rtol=rtol, atol=atol)
+    if not bad.any():
+        return None
+    return tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), np.shape(expected)))
+
+
+def check_softplus(softplus_op) -> None:
+    """softplus(a) = log(1 + e^a) and its gradient sigmoid(a), right at every scale."""
+    name = softplus_op.__name__
+    for k, (description, data) in enumerate(_SOFTPLUS_CASES):
+        what = f"{description} {_show(data)}" + (" (float32)" if data.dtype == np.float32 else "")
+        weights = np.random.default_rng(10 + k).uniform(0.5, 1.5, size=data.shape)
+        z_got, got = _run_op(softplus_op, data, weights, what)
+        if z_got.dtype != data.dtype:
+            raise AssertionError(
+                f"{name} forward on {what} returned {z_got.dtype}; keep the input's dtype"
+            )
+        # float32 keeps ~7 digits, and below 1e-38 fewer still (its subnormal numbers)
+        rtol, atol = (1e-5, 1e-44) if data.dtype == np.float32 else (1e-9, 1e-300)
+        z = _softplus(data)
+        where = _first_bad(z_got, z, rtol, atol)
+        if where is not None:
+            words = ""
+            if np.isfinite(z_got[where]) and z[where] < 1e-15 and z_got[where] == 0:
+                words = (
+                    " The result is tiny but not 0: log(1 + x) for a tiny x rounds 1 + x to 1. "
+                    "NumPy has a log that takes x itself."
+                )
+            raise _wrong_value(name, what, data, z, z_got, where, words)
+        _gradient_shape(name, data, got)
+        expected = weights * _sigmoid(data)
+        where = _first_bad(got, expected, 1e-4 if data.dtype == np.float32 else 1e-7, atol)
+        if where is not None:
+            words = ""
+            if np.isclose(got[where], weights[where] * float(data[where])):
+                words = " That is grad * a; softplus' derivative is the sigmoid of a."
+            elif expected[where] < 1e-15 and got[where] == 0:
+                words = " The sigmoid of a very negative a is tiny, not 0: compute it so it keeps its digits."
+            raise AssertionError(
+                f"{name}.backward is wrong at entry {where} of {what}: with a = "
+                f"{float(data[where]):.4g} and incoming gradient {weights[where]:.4g}, expected "
+                f"{float(expected[where]):.6g}, got {float(got[where]):.6g}.{words}"
+            )
+    try:
+        ml.gradcheck(softplus_op.apply, (Tensor(_SOFTPLUS_CASES[1][1].copy(), requires_grad=True),))
+    except GradcheckError as error:
+        raise AssertionError(f"{name} fails gradcheck: {error}") from None
+    print(
+        f"✓ {name}: values and gradients right on {len(_SOFTPLUS_CASES)} inputs from -1000 to "
+        "1000, float32 and tiny results that keep their digits included"
+    )
+
+
+def _logsumexp(a: np.ndarray, dim: int, keepdim: bool) -> np.ndarray:
+    out = logsumexp(np.asarray(a, dtype=np.float64), dim)
+    return out if keepdim else np.squeeze(out, axis=dim)
+
+
+_LOGSUMEXP_CASES = (
+    ("a small vector", np.array([1.0, 2.0, 3.0]), -1, False),
+    ("large logits", np.array([1000.0, 999.0, 998.0]), -1, False),
+    ("very negative logits", np.array([-1000.0, -1001.0, -1003.0]), -1, False),
+    ("rows far apart", np.array([[1000.0, 0.0, -1000.0], [-3.0, 0.0, 2.0]]), 1, False),
+    ("rows, keepdim=True", np.array([[0.5, -1.0, 2.0], [800.0, 801.0, 799.0]]), 1, True),
+    (
+        "a 3 x 3 array along dim=0 (columns)",
+        np.array([[0.0, 1.0, 2.0], [4.0, 1.0, 0.5], [-1.0, 3.0, 1.0]]),
+        0,
+        False,
+    ),
+    ("float32 logits around 100", np.array([[100.0, 90.0, 95.0]], dtype=np.float32), -1, False),
+)
+
+
+def check_logsumexp(logsumexp_op) -> None:
+    """log(sum(exp(a))) along dim as an op: values, keepdim, and its gradient softmax(a)."""
+    name = logsumexp_op.__name__
+    for k, (description, data, dim, keepdim) in enumerate(_LOGSUMEXP_CASES):
+        what = f"{description} {_show(data)} with dim={dim}, keepdim={keepdim}"
+        expected_z = _logsumexp(data, dim, keepdim)
+        weights = np.random.default_rng(20 + k).uniform(0.5, 1.5, size=expected_z.shape)
+        hint = (
+            "The output loses `dim` unless keepdim=True; backward's incoming gradient has the "
+            "output's shape: put the reduced dimension back (np.expand_dims) before broadcasting."
+        )
+        z_got, got = _run_op(logsumexp_op, data, weights, what, hint, dim=dim, keepdim=keepdim)
+        if z_got.shape != expected_z.shape:
+            raise AssertionError(
+                f"{name} forward on {what}: expected shape {expected_z.shape}, got shape "
+                f"{z_got.shape}. The reduced dimension stays (as size 1) only with keepdim=True."
+            )
+        rtol = 1e-5 if data.dtype == np.float32 else 1e-9
+        where = _first_bad(z_got, expected_z, rtol, 1e-12)
+        if where is not None:
+            raise AssertionError(
+                f"{name} forward on {what}: expected {_show(expected_z)}, got {_show(z_got)}"
+            )
+        restored = weights if keepdim else np.expand_dims(weights, dim)
+        softmax = np.exp(data - _logsumexp(data, dim, True))
+        expected = restored * softmax
+        if got is None or np.shape(got) != data.shape:
+            raise AssertionError(
+                f"{name}.backward on {what} returned a gradient of shape {np.shape(got)}; "
+                f"it must have the input's shape {data.shape}"
+            )
+        where = _first_bad(got, expected, 1e-4 if data.dtype == np.float32 else 1e-7, 1e-12)
+        if where is not None:
+            raise AssertionError(
+                f"{name}.backward on {what}, incoming gradient {_show(weights)}: expected "
+                f"{_show(expected)}, got {_show(got)}. Each a_j receives softmax(a)_j times the "
+                "gradient of the output it went into; put the reduced dimension back before "
+                "broadcasting."
+            )
+    x = Tensor(np.array([[0.3, -1.2, 2.5], [-4.0, 1.0, 0.1]]), requires_grad=True)
+    try:
+        ml.gradcheck(lambda t: logsumexp_op.apply(t, dim=0), (x,))
+    except GradcheckError as error:
+        raise AssertionError(f"{name} fails gradcheck along dim=0: {error}") from None
+    print(
+        f"✓ {name}: values and gradients right on {len(_LOGSUMEXP_CASES)} inputs, logits of "
+        "±1000, float32, keepdim and dim=0 included"
     )
