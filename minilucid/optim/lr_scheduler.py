@@ -55,7 +55,9 @@ class LRScheduler:
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Continue the schedule from a saved state."""
-        self.__dict__.update(state_dict)
+        self.__dict__.update(
+            {k: (list(v) if isinstance(v, list) else v) for k, v in state_dict.items()}
+        )
 
 
 class StepLR(LRScheduler):
