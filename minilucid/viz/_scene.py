@@ -267,9 +267,9 @@ def _child(graph, t: Tensor, missing: str = "a tensor not drawn") -> str:
 
 
 def _whole(data) -> str:
-    """Every value on one line (up to a thousand entries; beyond that NumPy's own summary)."""
+    """Every value on one line (up to a hundred entries; beyond that NumPy's own summary)."""
     text = np.array2string(
-        np.asarray(data), precision=4, separator=", ", suppress_small=True, threshold=1000
+        np.asarray(data), precision=4, separator=", ", suppress_small=True, threshold=100
     )
     return " ".join(part.strip() for part in text.splitlines())
 
