@@ -21,6 +21,8 @@ EARLIER_CHECKS = {
     "ex02_1_mul_backward_check": "pass",
     "ex02_2_div_backward_check": "pass",
     "ex02_3_pow_backward_check": "pass",
+    "ex02_4_central_difference_check": "pass",
+    "ex02_5_hypot_check": "pass",
 }
 
 EXERCISES = {
@@ -28,7 +30,12 @@ EXERCISES = {
     "div": ("ex02_2_div_backward_answer", "ex02_2_div_backward_check"),
     "pow": ("ex02_3_pow_backward_answer", "ex02_3_pow_backward_check"),
     "central": ("ex02_4_central_difference_answer", "ex02_4_central_difference_check"),
+    "hypot": ("ex02_5_hypot_answer", "ex02_5_hypot_check"),
+    "gradcheck": ("ex02_6_gradient_check_answer", "ex02_6_gradient_check_check"),
 }
+
+HYPOT_RIGHT = "return grad * a / z, grad * b / z"
+GRADCHECK_BODY_START = "    arrays = [np.array(a, dtype=np.float64), np.array(b, dtype=np.float64)]"
 
 MUTANTS = {
     "mul": {
@@ -78,6 +85,40 @@ MUTANTS = {
             "        x[index] = kept - eps\n        down = f(x)\n        x[index] = kept\n",
             "        up = f(x + eps)\n        down = f(x - eps)\n",
         ),
+    },
+    "hypot": {
+        "forgot the incoming grad": (HYPOT_RIGHT, "return a / z, b / z"),
+        "derivative of the square root alone": (
+            HYPOT_RIGHT,
+            "return grad / (2 * z), grad / (2 * z)",
+        ),
+        "derivative of the square alone": (HYPOT_RIGHT, "return grad * 2 * a, grad * 2 * b"),
+        "swapped inputs": (HYPOT_RIGHT, "return grad * b / z, grad * a / z"),
+        "one factor of z too many": (HYPOT_RIGHT, "return grad * a / z**2, grad * b / z**2"),
+        "forward without the square root": ("z = np.sqrt(a * a + b * b)", "z = a * a + b * b"),
+        "one gradient for two inputs": (HYPOT_RIGHT, "return grad * a / z"),
+    },
+    "gradcheck": {
+        "weights of ones hide a forgotten grad": (
+            "weights = np.random.default_rng(0).standard_normal(out.shape)",
+            "weights = np.ones(out.shape)",
+        ),
+        "a loose tolerance": ("rtol=tol, atol=tol", "rtol=1e-2, atol=1e-2"),
+        "no tolerance at all": ("rtol=tol, atol=tol", "rtol=0, atol=0"),
+        "only the first input": (
+            "for i, leaf in enumerate(leaves):",
+            "for i, leaf in list(enumerate(leaves))[:1]:",
+        ),
+        "only the first entry": (
+            "np.allclose(leaf.grad, numeric, rtol=tol, atol=tol)",
+            "np.allclose(leaf.grad.flat[0], numeric.flat[0], rtol=tol, atol=tol)",
+        ),
+        "numerical side not weighted": (
+            "return float((op.apply(*[ml.tensor(x) for x in inputs]).data * weights).sum())",
+            "return float(op.apply(*[ml.tensor(x) for x in inputs]).data.sum())",
+        ),
+        "always True": (GRADCHECK_BODY_START, "    return True\n" + GRADCHECK_BODY_START),
+        "an array for a verdict": ("    return True\n", "    return np.array([True])\n"),
     },
 }
 
@@ -181,8 +222,8 @@ def test_checks_return_a_graph_made_with_the_learners_op():
             a, b = ctx.saved_tensors
             return grad * b, grad * a
 
-    out = ch02.check_mul_backward(GoodMul)
-    assert isinstance(out, Tensor) and type(out.grad_fn) is GoodMul
+    picture = ch02.check_mul_backward(GoodMul)  # a drawing of the learner's op in use
+    assert "z = GoodMul(a, b)" in repr(picture)
 
 
 # --- the chapter's package code: Function.apply and numerical_grad --------------------------
