@@ -12,20 +12,7 @@ import numpy as np
 import minilucid as ml
 from minilucid import nn
 from minilucid.tensor import Tensor
-
-
-def _call(fn, *args, what: str, **options):
-    """Run learner code; a NotImplementedError passes through, other errors become plain words."""
-    try:
-        with np.errstate(all="ignore"):
-            return fn(*args, **options)
-    except (NotImplementedError, AssertionError):
-        raise
-    except Exception as error:
-        raise AssertionError(
-            f"{what} raised {type(error).__name__}: {str(error).strip()}"
-        ) from None
-
+from minilucid_course.checks.common import call
 
 # --------------------------------------------------------------------------------------------
 # Exercise 1: the recursive walk of named_parameters
@@ -74,7 +61,7 @@ def check_named_parameters(named_parameters) -> None:
     for description, model, prefix in _walk_cases():
         args = (model, prefix) if prefix else (model,)
         what = f"named_parameters on {description}"
-        got = _call(named_parameters, *args, what=what)
+        got = call(what, named_parameters, *args)
         if got is None:
             raise AssertionError(f"{what} returned None; return (or yield) (name, parameter) pairs")
         try:
@@ -148,14 +135,14 @@ def _compare_walk(what: str, got: list, expected: list) -> None:
 
 def check_linear(MyLinear) -> None:  # noqa: N803  (a class, named as one)
     """MyLinear(in, out, bias=True): torch's shapes, names, forward, gradients and init."""
-    layer = _call(MyLinear, 4, 3, what="MyLinear(4, 3)")
+    layer = call("MyLinear(4, 3)", MyLinear, 4, 3)
     if not isinstance(layer, nn.Module):
         raise AssertionError(
             "MyLinear(4, 3) is not a Module: write `class MyLinear(nn.Module):` and call "
             "super().__init__() first in __init__"
         )
     _check_parameters(layer, [("weight", (3, 4)), ("bias", (3,))], "MyLinear(4, 3)")
-    no_bias = _call(MyLinear, 4, 3, bias=False, what="MyLinear(4, 3, bias=False)")
+    no_bias = call("MyLinear(4, 3, bias=False)", MyLinear, 4, 3, bias=False)
     _check_parameters(no_bias, [("weight", (3, 4))], "MyLinear(4, 3, bias=False)")
     for p in layer.parameters():
         if p.dtype != ml.float32:
@@ -206,7 +193,7 @@ def _check_forward(layer, what: str, bias: bool) -> None:
         x_data = rng.standard_normal(shape).astype(np.float32)
         x = Tensor(x_data, requires_grad=True)
         layer.zero_grad()
-        out = _call(layer, x, what=f"{what} on an input of shape {shape}")
+        out = call(f"{what} on an input of shape {shape}", layer, x)
         expected = x_data @ weight.T + (b if bias else 0)
         if not isinstance(out, Tensor):
             raise AssertionError(f"{what} returned a {type(out).__name__}, not a Tensor")
@@ -273,9 +260,9 @@ def _check_wrong_features(layer) -> None:
 def _check_init(MyLinear) -> None:  # noqa: N803
     what = "MyLinear(400, 300)"
     ml.manual_seed(0)
-    layer = _call(MyLinear, 400, 300, what=what)
+    layer = call(what, MyLinear, 400, 300)
     ml.manual_seed(0)
-    again = _call(MyLinear, 400, 300, what=what)
+    again = call(what, MyLinear, 400, 300)
     w, b = layer.weight.data.astype(np.float64), layer.bias.data.astype(np.float64)
     bound = 1 / math.sqrt(400)
     if not np.array_equal(w, again.weight.data):
@@ -355,7 +342,7 @@ def check_relu_init(init_for_relu) -> None:
     """model.apply(init_for_relu): He (Kaiming) normal for every Linear, bias zero, nothing else."""
     ml.manual_seed(0)
     model = deep_relu_mlp()
-    _call(model.apply, init_for_relu, what="model.apply(init_for_relu)")
+    call("model.apply(init_for_relu)", model.apply, init_for_relu)
     for name, module in model.named_modules():
         if not isinstance(module, nn.Linear):
             continue
