@@ -363,3 +363,30 @@ def check_early_stopping(fit_early_stopping) -> None:
                 )
             )
     print("✓ fit_early_stopping: stops patience epochs after the best one, best weights back")
+
+
+def your_early_stopping_picture(fit_early_stopping) -> None:
+    """What your early stopping saw on the problem of seed 1: the validation loss per epoch."""
+    import matplotlib.pyplot as plt
+
+    model, optimizer, train_loader, val_loader, loss_fn = early_stopping_problem(seed=1)
+    seen = call(
+        "fit_early_stopping(..., patience=5, max_epochs=60)",
+        fit_early_stopping,
+        model,
+        optimizer,
+        train_loader,
+        val_loader,
+        loss_fn,
+        patience=5,
+        max_epochs=60,
+        returns=list,
+    )
+    best = int(np.argmin(seen))
+    fig, ax = plt.subplots(figsize=(5, 2.8))
+    ax.plot(range(1, len(seen) + 1), seen, "C1.-", label="validation loss")
+    ax.axvline(best + 1, color="gray", ls="--", label=f"best: epoch {best + 1}")
+    ax.set(xlabel="epoch", title=f"stopped after {len(seen)} epochs (patience 5)")
+    ax.legend(fontsize=9)
+    fig.tight_layout()
+    plt.show()
