@@ -365,3 +365,31 @@ def test_clip_grad_norm_scales_all_gradients_together():
     b.grad = np.array([np.inf])
     with pytest.raises(RuntimeError, match="total norm of the gradients is inf"):
         clip_grad_norm_([a, b], 1.0, error_if_nonfinite=True)
+
+
+def test_state_dicts_survive_save_and_load(tmp_path):
+    def train(xy, opt, sched, steps):
+        for _ in range(steps):
+            opt.zero_grad()
+            ((xy * xy * ml.tensor([1.0, 10.0])).sum() + xy[0] * 3).backward()
+            opt.step()
+            sched.step()
+
+    def fresh(values):
+        xy = ml.tensor(np.array(values), requires_grad=True)
+        opt = optim.AdamW([xy], lr=0.1, amsgrad=True)
+        return xy, opt, optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.5)
+
+    xy, opt, sched = fresh([1.0, -1.0])
+    train(xy, opt, sched, 10)
+    straight = xy.data.copy()
+    xy, opt, sched = fresh([1.0, -1.0])
+    train(xy, opt, sched, 4)
+    path = tmp_path / "checkpoint.npz"
+    ml.save({"xy": xy, "opt": opt.state_dict(), "sched": sched.state_dict()}, path)
+    saved = ml.load(path)
+    xy, opt, sched = fresh(saved["xy"].data)
+    opt.load_state_dict(saved["opt"])
+    sched.load_state_dict(saved["sched"])
+    train(xy, opt, sched, 6)
+    np.testing.assert_array_equal(xy.data, straight)
