@@ -102,10 +102,58 @@ def test_ex1_rejects_rebinding_the_loop_variable():
 with ml.no_grad():
     for p in params:
         if p.grad is not None:
-            p -= lr * p.grad
+            p = p - lr * p.grad
+            p.grad = None
 """,
     )
-    _rejected(*EX1, wrong, "did not change", "p.data")
+    _rejected(*EX1, wrong, "did not change", "in-place operator")
+
+
+def test_ex1_rejects_an_in_place_update_while_recording():
+    wrong = _solved(
+        EX1[1],
+        """
+for p in params:
+    if p.grad is not None:
+        p -= lr * p.grad
+        p.grad = None
+""",
+    )
+    _rejected(*EX1, wrong, "raised RuntimeError", "leaf tensor that requires grad", "no_grad")
+
+
+def test_ex1_rejects_an_in_place_method_while_recording():
+    wrong = _solved(
+        EX1[1],
+        """
+for p in params:
+    if p.grad is not None:
+        p.sub_(lr * p.grad)
+        p.grad = None
+""",
+    )
+    _rejected(*EX1, wrong, "sub_: a leaf tensor that requires grad")
+
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        "p.data -= lr * p.grad",  # through .data: fine between backward and the next forward
+        "p.sub_(p.grad, alpha=lr)",
+        "p.add_(-lr * p.grad)",
+        "p.copy_(p - lr * p.grad)",
+    ],
+)
+def test_ex1_accepts_other_in_place_spellings(update, capsys):
+    body = f"""
+with ml.no_grad():
+    for p in params:
+        if p.grad is not None:
+            {update}
+            p.grad = None
+"""
+    run_check(NB, EX1[0], replace={EX1[1]: _solved(EX1[1], body)})
+    assert "✓ sgd_step" in capsys.readouterr().out
 
 
 def test_ex1_rejects_recording_left_off():
@@ -151,9 +199,9 @@ with ml.no_grad():
 
 
 # --------------------------------------------------------------------------------------------
-# Exercise 2: clip_hook
+# Exercise 3: clip_hook
 
-EX2 = ("ex06_2_clip_hook_check", "ex06_2_clip_hook_answer")
+EX2 = ("ex06_3_clip_hook_check", "ex06_3_clip_hook_answer")
 HOOK = """
 def hook(grad):
 {body}
@@ -249,9 +297,9 @@ return grad
 
 
 # --------------------------------------------------------------------------------------------
-# Exercise 3: stop_gradient
+# Exercise 2: stop_gradient
 
-EX3 = ("ex06_3_stop_gradient_check", "ex06_3_stop_gradient_answer")
+EX3 = ("ex06_2_stop_gradient_check", "ex06_2_stop_gradient_answer")
 
 
 def test_ex3_solution_passes(capsys):

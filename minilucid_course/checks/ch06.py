@@ -81,7 +81,8 @@ def check_sgd_step(sgd_step) -> None:
                 what = f"a new {type(p).__name__}"
             raise AssertionError(
                 f"sgd_step replaced parameter {i} in the list with {what}. Keep the same tensor "
-                "and update its numbers in place: p.data -= lr * p.grad"
+                "and change its numbers in place, with recording off: an in-place operator such "
+                "as -= on the tensor itself, inside `with ml.no_grad():`"
             )
     for i, p in enumerate(params):
         if grads[i] is None:
@@ -101,8 +102,9 @@ def check_sgd_step(sgd_step) -> None:
             continue
         if np.array_equal(got, before[i]):
             words = (
-                "it did not change. `p -= ...` or `p = p - ...` binds a new tensor to the name "
-                "p and leaves the parameter alone; write into the array: p.data -= lr * p.grad"
+                "it did not change. `p = p - ...` binds a new tensor to the name p and leaves the "
+                "parameter in the list alone; change the tensor itself with an in-place "
+                "operator (-=) inside `with ml.no_grad():`"
             )
         elif np.allclose(got, before[i] + lr * grads[i], rtol=1e-6, atol=1e-7):
             words = "it moved uphill: the step goes against the gradient, p - lr * grad"
@@ -153,7 +155,7 @@ def line_data() -> tuple:
 
 
 # --------------------------------------------------------------------------------------------
-# Exercise 2: a gradient-clipping hook
+# Exercise 3: a gradient-clipping hook
 
 _CLIP_CASES = (
     ("a gradient of norm 5", np.array([3.0, 4.0]), 1.0, np.array([0.6, 0.8])),
@@ -243,7 +245,7 @@ def your_clip_hook_picture(clip_hook):
 
 
 # --------------------------------------------------------------------------------------------
-# Exercise 3: stop_gradient
+# Exercise 2: stop_gradient
 
 
 def check_stop_gradient(stop_gradient) -> None:
