@@ -26,12 +26,14 @@ PYTEST_ARGS ?=
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	--nbval-cell-timeout=300
 
-.PHONY: help setup lab test check sync exercises progress execute html bench clean distclean
+.PHONY: help setup lab teacher reset test check sync exercises progress execute html bench clean distclean
 
 help:
 	@echo "make lab         set up, then open the course in JupyterLab (LAB_ARGS='--no-browser --port 8899')"
 	@echo "make test        set up, then run every test: unit tests, exercises, notebooks (nbval)"
-	@echo "make progress    which exercises pass, fail or are not done yet (CH=02 for one chapter)"
+	@echo "make progress    which exercises in work/ pass, fail or are not done yet (CH=02: one chapter)"
+	@echo "make reset CH=03 a fresh copy of chapter 03's exercises in work/ (yours kept in work/backups/)"
+	@echo "make teacher     JupyterLab with solutions/ and nbgrader's teacher tools (docs/teaching.md)"
 	@echo "make setup       create .venv and install the course into it (idempotent)"
 	@echo "make check       fast checks: lint, format, chapters in sync with the package, exercises"
 	@echo "make sync        rewrite the chapters' tagged cells from the package"
@@ -44,10 +46,28 @@ help:
 setup:
 	@bash minilucid_course/setup.sh
 
-# The repository is Jupyter's root (chapters, exercises and solutions side by side); the browser
-# opens on chapter 00.
+# The repository is Jupyter's root; the URL it prints (and the browser) opens chapter 00. Learners
+# answer in work/ (copies of exercises/ made the first time, never overwritten, ignored by git);
+# exercises/ and solutions/ stay out of the file browser, and nbgrader's teacher tools stay off.
+HIDE_GLOBS := ['__pycache__', '*.pyc', '*.pyo', '.DS_Store', '*.so', '*.dylib', '*~', \
+	'exercises', 'solutions', '*.egg-info']
 lab: setup
-	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(WELCOME) $(ALLOW_ROOT) $(LAB_ARGS)
+	@$(PY) -m minilucid_course.workspace prepare
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --ServerApp.default_url=/lab/tree/$(WELCOME) \
+		--ContentsManager.hide_globs="$(HIDE_GLOBS)" $(ALLOW_ROOT) $(LAB_ARGS)
+
+# JupyterLab for a teacher: solutions/ visible, nbgrader's formgrader and assignment tools on
+# (docs/teaching.md says how to run a class).
+NBGRADER_ON := {$(foreach x,formgrader validate_assignment assignment_list course_list,\
+	'nbgrader.server_extensions.$(x)': True,)}
+teacher: setup
+	JUPYTER_CONFIG_PATH="$(CURDIR)/minilucid_course/teacher" $(BIN)/jupyter lab \
+		--ServerApp.root_dir="$(CURDIR)" --ServerApp.default_url=/lab/tree/docs/teaching.md \
+		--ServerApp.jpserver_extensions="$(NBGRADER_ON)" $(ALLOW_ROOT) $(LAB_ARGS)
+
+# A fresh copy of one chapter's exercises in work/; the old copy goes to work/backups/.
+reset: setup
+	@$(PY) -m minilucid_course.workspace reset "$(CH)"
 
 # One pytest run over two workers. --dist loadfile keeps each file on one worker: nbval makes
 # one test per cell and the cells of a notebook share its kernel, in order.

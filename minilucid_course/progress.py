@@ -1,6 +1,6 @@
 """Which exercises pass: run each exercise notebook in a fresh kernel and read its check cells.
 
-    python -m minilucid_course.progress               every notebook in exercises/
+    python -m minilucid_course.progress               every notebook in work/ (or exercises/)
     python -m minilucid_course.progress 02            only chapter 02 (a number, name or path)
     python -m minilucid_course.progress --solutions   the answered notebooks (all should pass)
 
@@ -25,6 +25,7 @@ from traitlets.config import Config
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISES = ROOT / "exercises"
 SOLUTIONS = ROOT / "solutions"
+WORK = ROOT / "work"
 
 PASSED, TODO, FAILING, ERROR = "passed", "not implemented yet", "failing", "error"
 # what an exercise notebook's check cell raises: the guard's plain forms, or the raw ones
@@ -138,6 +139,11 @@ def select(folder: Path, chapter: str | None) -> list[Path]:
     return sorted(folder.glob("*.ipynb"))
 
 
+def _learners_folder() -> Path:
+    """work/ (the learner's copies, made by `make lab`) once it exists, else exercises/."""
+    return WORK if any(WORK.glob("*.ipynb")) else EXERCISES
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("chapter", nargs="?", help="chapter number, name or notebook path")
@@ -146,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strict", action="store_true", help="exit 1 unless everything passes")
     args = parser.parse_args(argv)
 
-    folder = Path(args.dir) if args.dir else (SOLUTIONS if args.solutions else EXERCISES)
+    folder = Path(args.dir) if args.dir else (SOLUTIONS if args.solutions else _learners_folder())
     strict = args.strict or args.solutions
     paths = select(folder, args.chapter)
     if not paths:

@@ -74,11 +74,40 @@ for package in (minilucid, minilucid_course):
     if not os.path.abspath(package.__file__).startswith(here):
         sys.exit(1)
 PYCHECK
+# pip, telling what it does in one short line per step (a first set-up takes a few minutes);
+# its whole output goes to $VENV/pip.log, and the end of it is shown if it fails
+pip_install() {
+    local log="$VENV/pip.log" status=0
+    "$PY" -m pip install --disable-pip-version-check --progress-bar off "$@" >"$log" 2>&1 &
+    local pid=$! seen=0 installing=0 quiet=0
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 2
+        quiet=$((quiet + 2))
+        local found
+        found="$(grep -c '^Collecting' "$log" || true)"
+        if [ "$installing" = 0 ] && grep -q '^Installing collected packages' "$log"; then
+            say "  pip: installing the packages (the longest step)"
+            installing=1 quiet=0
+        elif [ "$installing" = 0 ] && [ "$found" -gt "$seen" ]; then
+            say "  pip: $found packages found, the latest $(grep '^Collecting' "$log" | tail -n 1 | cut -d' ' -f2)"
+            seen="$found" quiet=0
+        elif [ "$quiet" -ge 30 ]; then
+            say "  pip: still working"
+            quiet=0
+        fi
+    done
+    wait "$pid" || status=$?
+    if [ "$status" != 0 ]; then
+        tail -n 30 "$log"
+        say "pip failed (whole output in $log)"
+        exit "$status"
+    fi
+}
 if [ "$needs_install" = 1 ]; then
-    say "installing minilucid with its course and test tools into $VENV"
-    "$PY" -m pip install --quiet --disable-pip-version-check -e '.[course,test]'
+    say "installing minilucid with JupyterLab and the test tools into $VENV (a few minutes the first time)"
+    pip_install -e '.[course,test]'
     say "installing the course's machinery (minilucid_course) into $VENV"
-    "$PY" -m pip install --quiet --disable-pip-version-check --no-deps -e ./minilucid_course
+    pip_install --no-deps -e ./minilucid_course
     touch "$STAMP"
 fi
 
@@ -90,12 +119,9 @@ if ! have dot; then
     fi
 fi
 if ! have dot; then
-    say "Graphviz's 'dot' program is not installed; the graph pictures need it. Install it with:"
-    say "    Debian/Ubuntu:  sudo apt-get install graphviz"
-    say "    Fedora:         sudo dnf install graphviz"
-    say "    macOS:          brew install graphviz"
-    say "    conda:          conda install -c conda-forge graphviz"
-    say "    Windows:        winget install graphviz   (then reopen the terminal)"
+    # the same words as the pictures and the environment check (minilucid/graphviz_install.py)
+    "$PY" -c 'from minilucid.graphviz_install import graphviz_install_hint as h; print(h())' \
+        | sed 's/^/setup: /'
     say "Everything else works without it."
 fi
 
@@ -107,7 +133,10 @@ if [ ! -f "$settings/overrides.json" ]; then
         > "$settings/overrides.json"
 fi
 
-# --- 5. trust the stored notebooks ------------------------------------------------------------
+# --- 5. nbgrader's teacher tools off for learners (`make teacher` turns them on) --------------
+"$PY" -m minilucid_course.jupyter_setup
+
+# --- 6. trust the stored notebooks ------------------------------------------------------------
 shopt -s nullglob
 stored=(notebooks/*.ipynb solutions/*.ipynb)
 TRUSTED="$VENV/.trusted"
