@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from nbharness import rejected, run_check, with_answer
+from nbharness import answer_source, rejected, run_check, with_answer
 
 import minilucid as ml
 from minilucid_course import environment
@@ -360,3 +360,119 @@ def test_ops_record_parents_only_when_a_gradient_is_wanted():
     y = a * b + a
     assert not y.is_leaf and y.grad_fn.parents[1] is a and y.grad is None
     assert (b * b).is_leaf and (b * b).grad_fn is None
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 5: count the paths (a problem whose answer is not in the chapter)
+
+EX5 = ("ex01_5_count_paths_check", "ex01_5_count_paths_answer")
+
+
+def test_ex5_solution_passes(capsys):
+    run_check(NB, EX5[0])
+    out = capsys.readouterr().out
+    assert "✓ count_paths" in out
+    assert "1024 paths from a, and d(d)/da = 1024" in out
+
+
+def test_ex5_rejects_walking_every_path():
+    wrong = _solved(
+        EX5[1],
+        """
+        count, stack = 0, [root]
+        while stack:
+            node = stack.pop()
+            if node is leaf:
+                count += 1
+            if node.grad_fn is not None:
+                stack.extend(p for p in node.grad_fn.parents if isinstance(p, Tensor))
+        return count
+        """,
+    )
+    _rejected(*EX5, wrong, "doubled 60 times", "follows every path", "count per tensor")
+
+
+def test_ex5_rejects_counting_reachability_instead_of_paths():
+    wrong = _solved(
+        EX5[1],
+        """
+        seen, stack = set(), [root]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if node.grad_fn is not None:
+                stack.extend(p for p in node.grad_fn.parents if isinstance(p, Tensor))
+        return int(id(leaf) in seen)
+        """,
+    )
+    _rejected(*EX5, wrong, "count_paths(a * b + a, a)", "expected 2, got 1")
+
+
+def _edited(old: str, new: str) -> str:
+    source = answer_source(NB, EX5[1])
+    assert old in source, "the solution changed; update this mutant"
+    return source.replace(old, new)
+
+
+def test_ex5_rejects_one_edge_per_distinct_parent():
+    wrong = _edited(
+        "            for p in node.grad_fn.parents:\n",
+        "            for p in dict.fromkeys(node.grad_fn.parents):\n",
+    )
+    _rejected(*EX5, wrong, "h * h + h", "expected 3, got 2")
+
+
+def test_ex5_rejects_passing_counts_in_the_wrong_order():
+    wrong = _edited("for node in reversed(order):", "for node in order:").replace(
+        "+ paths[id(node)]", "+ paths.get(id(node), 0)"
+    )
+    _rejected(*EX5, wrong, "count_paths(a * b + a, a)", "expected 2, got 1")
+
+
+def test_ex5_rejects_memoised_recursion_on_a_deep_chain():
+    wrong = _solved(
+        EX5[1],
+        """
+        memo = {}
+
+        def count(node):
+            if id(node) in memo:
+                return memo[id(node)]
+            total = 1 if node is leaf else 0
+            if node.grad_fn is not None:
+                total = (1 if node is leaf else 0) + sum(
+                    count(p) for p in node.grad_fn.parents if isinstance(p, Tensor)
+                )
+            memo[id(node)] = total
+            return total
+
+        return count(root)
+        """,
+    )
+    _rejected(*EX5, wrong, "5000", "recursion limit")
+
+
+def test_ex5_rejects_a_float_count():
+    wrong = _edited("return paths.get(id(leaf), 0)", "return float(paths.get(id(leaf), 0))")
+    _rejected(*EX5, wrong, "int", "2**60")
+
+
+def test_ex5_rejects_one_path_to_a_tensor_outside_the_graph():
+    wrong = _edited("return paths.get(id(leaf), 0)", "return paths.get(id(leaf), 1)")
+    _rejected(*EX5, wrong, "not in the graph", "expected 0, got 1")
+
+
+def test_ex5_rejects_skipping_tensors_that_need_no_gradient():
+    wrong = _edited(
+        "if isinstance(p, Tensor):\n                    paths",
+        "if isinstance(p, Tensor) and p.requires_grad:\n                    paths",
+    )
+    _rejected(*EX5, wrong, "needs no gradient", "expected 1, got 0")
+
+
+def test_ex5_stub_raises_not_implemented():
+    stub = _solved(EX5[1], "raise NotImplementedError()")
+    with pytest.raises(NotImplementedError):
+        run_check(NB, EX5[0], replace={EX5[1]: stub})

@@ -237,3 +237,132 @@ def check_predictions(predict) -> None:
                 f"it has shape {result.shape}, dtype {result.dtype}"
             )
     print("✓ predictions: all 7 shapes and dtypes right")
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 5: count the paths
+
+
+class _TooManyVisits(AssertionError):
+    """Raised inside the learner's walk once it has looked at far more tensors than exist."""
+
+
+class _Watched(Tensor):
+    """A tensor whose grad_fn counts how often a walk asks for it (no new slots: same layout)."""
+
+    __slots__ = ()
+    budget = {"left": 0, "nodes": 0}
+
+    @property
+    def grad_fn(self):
+        _Watched.budget["left"] -= 1
+        if _Watched.budget["left"] < 0:
+            n = _Watched.budget["nodes"]
+            raise _TooManyVisits(
+                f"your walk asked for grad_fn more than 50 times per tensor of a graph of {n} "
+                "tensors: it follows every path one by one, and there are far too many. Visit "
+                "each tensor once, in an order in which a tensor comes after every tensor "
+                "computed from it, and carry a count per tensor."
+            )
+        return self._ctx
+
+
+def _reference_paths(root: Tensor, leaf) -> int:
+    """Paths from leaf to root, one edge per parent slot: counts carried in reverse order."""
+    order, seen, stack = [], set(), [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+        elif id(node) not in seen:
+            seen.add(id(node))
+            stack.append((node, True))
+            if node._ctx is not None:
+                stack.extend((p, False) for p in node._ctx.parents if isinstance(p, Tensor))
+    paths = {id(root): 1}
+    for node in reversed(order):
+        if node._ctx is not None:
+            for p in node._ctx.parents:
+                if isinstance(p, Tensor):
+                    paths[id(p)] = paths.get(id(p), 0) + paths.get(id(node), 0)
+    return paths.get(id(leaf), 0)
+
+
+def _watch(root: Tensor) -> None:
+    """Make every tensor of root's graph count the walk's visits."""
+    tensors, stack, seen = [], [root], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        tensors.append(node)
+        if node._ctx is not None:
+            stack.extend(p for p in node._ctx.parents if isinstance(p, Tensor))
+    for t in tensors:
+        t.__class__ = _Watched
+    _Watched.budget.update(left=50 * len(tensors) + 100, nodes=len(tensors))
+
+
+def _path_cases() -> list:
+    a, b = _leaf(2.0, "a"), _leaf(3.0, "b")
+    k = ml.tensor(5.0, name="k")  # does not require grad: still a tensor of the graph
+    h = a * b
+    doubled = a
+    for _ in range(60):
+        doubled = doubled + doubled
+    chain = a
+    for _ in range(5000):
+        chain = chain * 1.0
+    x = y = _leaf(1.0, "u")  # the values stay small, the counts do not
+    for _ in range(40):  # a ladder: both rungs feed both rungs of the next level
+        x, y = x * y, x - y
+    lonely = _leaf(1.0, "z")
+    return [
+        ("count_paths(a, a)", a, a, "a tensor reaches itself along one path, the empty one"),
+        ("count_paths(a * b, a)", h, a, "one edge, one path"),
+        ("count_paths(a * b + a, a)", h + a, a, "a reaches the sum directly and through a * b"),
+        ("count_paths(h * h + h, a) with h = a * b", h * h + h, a, "h feeds h * h twice"),
+        ("count_paths(a * b, z) for a z not in the graph", h, lonely, "no path at all: 0"),
+        ("count_paths(a * k, k), k a tensor that needs no gradient", a * k, k, "k is a tensor"),
+        ("count_paths(a * 3, a)", a * 3, a, "the 3 is a number, not a tensor"),
+        ("a doubled 60 times (d = d + d)", doubled, a, "every doubling doubles the count"),
+        ("a chain of 5000 multiplications", chain, a, "deeper than Python's recursion limit"),
+        ("a 40-level ladder from u (x, y = x * y, x - y)", x, _ladder_leaf(x), "counts grow fast"),
+    ]
+
+
+def _ladder_leaf(root: Tensor) -> Tensor:
+    """The leaf named u at the bottom of the ladder."""
+    node = root
+    while node._ctx is not None:
+        node = node._ctx.parents[0]
+    return node
+
+
+def check_count_paths(count_paths) -> None:
+    for what, root, leaf, why in _path_cases():
+        expected = _reference_paths(root, leaf)
+        _watch(root)
+        try:
+            got = _call(count_paths, root, leaf, call=what)
+        except _TooManyVisits as error:
+            raise AssertionError(f"{what}: {error}") from None
+        if isinstance(got, bool) or not isinstance(got, int | np.integer):
+            raise AssertionError(
+                f"{what} returned {got!r}, a {type(got).__name__}; return a whole number (int). "
+                "A float cannot hold counts like 2**60 exactly."
+            )
+        if int(got) != expected:
+            raise AssertionError(f"{what}: expected {expected}, got {int(got)} ({why})")
+    print("✓ count_paths: right on 10 graphs, 2**60 paths and a 5000-deep chain included")
+    a = _leaf(1.0, "a")
+    d = a
+    for _ in range(10):
+        d = d + d
+    paths = count_paths(d, a)
+    d.backward()
+    print(
+        f"  a doubled 10 times: {paths} paths from a, and d(d)/da = {float(a.grad):g}: "
+        "with only additions, the derivative counts the paths"
+    )
