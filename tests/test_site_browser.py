@@ -1,0 +1,165 @@
+"""The static site (`make html`) in a real browser: math typeset with its own fonts, offline.
+
+Builds the site from two real chapters (03 has blackboard-bold R and dot accents, 05 folded
+answer cells) and their exercise notebooks, serves it on localhost, and opens it in headless
+Chromium (the system's, driven by Python playwright). No request may fail, above all no font
+request: MathJax must use the fonts that were copied next to the pages.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from minilucid_course import build_site
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+CHAPTERS = ("03_reverse_mode", "05_functions_and_numerics")
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"no Chromium at {CHROMIUM}", allow_module_level=True)
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # no access log on the test's output
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """Build the site from a few chapters and serve it; yields its base URL."""
+    tree = tmp_path_factory.mktemp("course")
+    for folder in ("notebooks", "exercises"):
+        (tree / folder).mkdir()
+        for stem in CHAPTERS:
+            source = ROOT / folder / f"{stem}.ipynb"
+            if source.exists():
+                shutil.copy(source, tree / folder / source.name)
+    out = tree / "site"
+    build_site.build(tree / "notebooks", out, tree / "exercises")
+    handler = functools.partial(_Quiet, directory=str(out))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--no-first-run"]
+        )
+        yield chromium
+        chromium.close()
+
+
+def _open(browser, url: str):
+    """A page at url, with every failed request (network error or HTTP >= 400) recorded."""
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    failed, fonts = [], []
+
+    def request_failed(r):
+        # MathJax declares a font "MathJax_Blank" at about:blank on purpose, to measure with
+        if r.url != "about:blank":
+            failed.append(f"{r.url} ({r.failure})")
+
+    def response(r):
+        if r.status >= 400:
+            failed.append(f"{r.url} (HTTP {r.status})")
+        if r.request.resource_type == "font":
+            fonts.append((r.url, r.status))
+
+    page.on("requestfailed", request_failed)
+
+    page.on("response", response)
+    page.goto(url, wait_until="load")
+    return page, failed, fonts
+
+
+TYPESET = """() => window.MathJax && MathJax.Hub && MathJax.Hub.queue
+    && MathJax.Hub.queue.pending === 0 && !MathJax.Hub.queue.running
+    && document.querySelectorAll('.MathJax, .MathJax_Display').length > 0"""
+
+
+def _settled(page) -> None:
+    page.wait_for_function(TYPESET, timeout=30_000)
+    page.wait_for_load_state("networkidle")
+
+
+def test_math_is_typeset_with_the_fonts_next_to_the_pages(browser, site):
+    page, failed, fonts = _open(browser, f"{site}/03_reverse_mode.html")
+    _settled(page)
+    state = page.evaluate(
+        """() => ({
+        formulas: document.querySelectorAll('.MathJax, .MathJax_Display').length,
+        errors: document.querySelectorAll('.MathJax_Error, merror, .merror').length,
+        raw: document.body.innerText.includes('\\\\mathbb'),
+        faces: [...document.fonts].map(f => [f.family.replace(/"/g, ''), f.status]),
+        doubleStruck: [...document.querySelectorAll('.MathJax span')]
+            .filter(s => s.children.length === 0 && s.textContent.includes('\\u211D'))
+            .map(s => getComputedStyle(s).fontFamily),
+    })"""
+    )
+    page.close()
+    assert not failed, "requests failed:\n" + "\n".join(failed)
+    assert state["formulas"] > 10, state
+    assert state["errors"] == 0, state
+    assert not state["raw"], "some TeX was left untypeset"
+    assert fonts and all(status == 200 for _, status in fonts), fonts
+    assert all("STIX" in url for url, _ in fonts), fonts
+    loaded = {family for family, status in state["faces"] if status == "loaded"}
+    assert any(family.startswith("STIXMathJax") for family in loaded), state["faces"]
+    broken = [f for f, status in state["faces"] if status == "error" and f != "MathJax_Blank"]
+    assert not broken, state["faces"]
+    # the blackboard-bold R of "f: R^n -> R" is drawn by a math font, not the page's text font
+    assert state["doubleStruck"], "no ℝ typeset in chapter 03"
+    assert all("STIX" in family for family in state["doubleStruck"]), state["doubleStruck"]
+
+
+def test_index_lists_the_chapters_and_pages_link_in_order(browser, site):
+    page, failed, _ = _open(browser, f"{site}/index.html")
+    chapters = page.eval_on_selector_all("ol > li > a:first-child", "as => as.map(a => a.href)")
+    assert [c.rsplit("/", 1)[1] for c in chapters] == [f"{s}.html" for s in CHAPTERS]
+
+    page.click("ol > li:first-child > a:first-child")
+    page.wait_for_url("**/03_reverse_mode.html")
+    _settled(page)  # leaving a page while MathJax still loads would abort its requests
+    assert page.locator("nav.ml-pager a[rel=prev]").count() == 0  # the first chapter here
+    page.locator("nav.ml-pager a[rel=next]").first.click()
+    page.wait_for_url("**/05_functions_and_numerics.html")
+    _settled(page)
+    assert "03_reverse_mode.html" in page.locator("nav.ml-pager a[rel=prev]").first.get_attribute(
+        "href"
+    )
+    page.locator("nav.ml-pager a.ml-index").first.click()
+    page.wait_for_url("**/index.html")
+    page.close()
+    assert not failed, failed
+
+
+def test_a_chapter_links_to_its_exercises_and_folds_its_answers(browser, site):
+    page, failed, _ = _open(browser, f"{site}/05_functions_and_numerics.html")
+    _settled(page)
+    folded = page.locator("details.ml-folded")
+    assert folded.count() >= 4  # one per revealed package cell after an exercise break
+    assert not folded.first.evaluate("d => d.open")
+    page.locator('a[href="exercises/05_functions_and_numerics.html"]').first.click()
+    page.wait_for_url("**/exercises/05_functions_and_numerics.html")
+    _settled(page)
+    assert page.locator("h1").first.inner_text().startswith("05 · Functions and numerics")
+    page.locator('a[href="../05_functions_and_numerics.html"]').first.click()
+    page.wait_for_url("**/05_functions_and_numerics.html")
+    page.close()
+    assert not failed, failed
