@@ -131,32 +131,28 @@ def test_ex2_rejects_a_transposed_weight():
     _rejected(*EX2, wrong, "weight has shape (4, 3)", "(out_features, in_features)")
 
 
-def test_ex2_rejects_a_bias_that_is_always_there():
-    wrong = _edited(EX2[1], ("uniform(out_features) if bias else None", "uniform(out_features)"))
-    _rejected(*EX2, wrong, "bias=False", "self.bias = None")
-
-
-def test_ex2_rejects_plain_arrays_for_parameters():
-    wrong = _edited(EX2[1], ("return nn.Parameter(", "return Tensor("))
-    _rejected(*EX2, wrong, "has the parameters []", "nn.Parameter")
-
-
-def test_ex2_rejects_float64_parameters():
-    wrong = _edited(EX2[1], (".astype(np.float32)", ".astype(np.float64)"))
-    _rejected(*EX2, wrong, "float64", "float32")
-
-
-def test_ex2_rejects_a_missing_bias_in_forward():
-    wrong = _edited(EX2[1], ("return out if self.bias is None else out + self.bias", "return out"))
-    _rejected(*EX2, wrong, "the bias is missing")
-
-
-def test_ex2_rejects_a_forward_on_arrays():
-    wrong = _edited(
-        EX2[1],
-        ("out = x @ self.weight.T", "out = Tensor(x.data @ self.weight.data.T)"),
-    )
-    _rejected(*EX2, wrong, "no gradient reached the input", ".data")
+@pytest.mark.parametrize(
+    "edit, words",
+    [
+        (
+            ("uniform(out_features) if bias else None", "uniform(out_features)"),
+            ["bias=False", "self.bias = None"],
+        ),
+        (("return nn.Parameter(", "return Tensor("), ["has the parameters []", "nn.Parameter"]),
+        ((".astype(np.float32)", ".astype(np.float64)"), ["float64", "float32"]),
+        (
+            ("return out if self.bias is None else out + self.bias", "return out"),
+            ["the bias is missing"],
+        ),
+        (
+            ("out = x @ self.weight.T", "out = Tensor(x.data @ self.weight.data.T)"),
+            ["no gradient reached the input", ".data"],
+        ),
+    ],
+    ids=["bias always", "plain tensors", "float64", "no bias in forward", "forward on arrays"],
+)
+def test_ex2_rejects_a_wrong_layer(edit, words):
+    _rejected(*EX2, _edited(EX2[1], edit), *words)
 
 
 def test_ex2_rejects_an_input_only_2d():
