@@ -5,7 +5,7 @@ Each public name below is built, and explained, in one chapter of the course.
 
 from minilucid.tensor import Tensor, float32, float64, int64  # isort: split
 
-from minilucid import nn, optim
+from minilucid import data, datasets, nn, optim
 from minilucid.autograd import grad
 from minilucid.creation import (
     arange,
@@ -34,6 +34,8 @@ __all__ = [
     "arange",
     "as_tensor",
     "cat",
+    "data",
+    "datasets",
     "clamp",
     "enable_grad",
     "exp",
