@@ -278,6 +278,10 @@ def test_refuses_a_single_tensor_and_duplicates():
         optim.SGD([w, w], lr=0.1)
     with pytest.raises(ValueError, match="appears twice"):
         optim.SGD([{"params": [w]}, {"params": [w]}], lr=0.1)
+    with pytest.raises(TypeError, match="ordered collection"):
+        optim.SGD([{"params": {w}}], lr=0.1)
+    with pytest.raises(TypeError, match="ordered collection"):
+        optim.Adam({w})
     with pytest.raises(TypeError, match="parameter 0 is a ndarray, not a Tensor"):
         optim.SGD([np.zeros(3)], lr=0.1)
 

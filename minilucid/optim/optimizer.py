@@ -24,6 +24,7 @@ class Optimizer:
                 f"got one tensor of shape {params.shape}. Pass a list: [{_name(params)}], or "
                 "model.parameters()."
             )
+        _refuse_set(params, type(self).__name__)
         groups = list(params)
         if not groups:
             raise ValueError(
@@ -42,6 +43,7 @@ class Optimizer:
         if not isinstance(param_group, dict):
             raise TypeError(f"{where}: a parameter group must be a dict, got {param_group!r}")
         params = param_group["params"]
+        _refuse_set(params, where)
         params = [params] if isinstance(params, Tensor) else list(params)
         if not params:
             raise ValueError(f"{where}: a parameter group has an empty parameter list")
@@ -132,6 +134,14 @@ class Optimizer:
 
 def _name(p: Tensor) -> str:
     return p.name or "p"
+
+
+def _refuse_set(params, where: str) -> None:
+    if isinstance(params, set | frozenset):
+        raise TypeError(
+            f"{where}: parameters must come in an ordered collection (a list), not a set: a "
+            "set's order changes between runs, and with it the state_dict's numbering"
+        )
 
 
 def _check_parameter(p, i: int, where: str) -> None:
