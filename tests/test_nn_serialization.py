@@ -103,3 +103,33 @@ def test_a_torch_file_is_refused_and_torch_reads_nothing_from_us(tmp_path):
     torch.save(torch.nn.Linear(2, 2).state_dict(), path)
     with pytest.raises(ValueError, match="not a .npy array"):
         ml.load(path)
+
+
+def test_a_checkpoint_with_an_optimiser_resumes_training_exactly(tmp_path):
+    from minilucid import optim
+
+    def train(model, opt, steps):
+        x, y = ml.tensor(np.linspace(-1, 1, 24).reshape(8, 3)), np.arange(8) % 2
+        for _ in range(steps):
+            loss = nn.CrossEntropyLoss()(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    ml.manual_seed(0)
+    first = nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 2))
+    opt = optim.Adam(first.parameters(), lr=0.01)
+    train(first, opt, 3)
+    ml.save(
+        {"model": first.state_dict(), "optimizer": opt.state_dict(), "epoch": 3}, tmp_path / "c.npz"
+    )
+    back = ml.load(tmp_path / "c.npz")
+    second = nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 2))
+    second.load_state_dict(back["model"])
+    opt2 = optim.Adam(second.parameters(), lr=0.01)
+    opt2.load_state_dict(back["optimizer"])
+    train(first, opt, 4)
+    train(second, opt2, 4)
+    assert back["epoch"] == 3
+    for a, b in zip(first.parameters(), second.parameters(), strict=True):
+        assert np.array_equal(a.data, b.data)
