@@ -6,6 +6,7 @@ skips where Chromium, playwright, JupyterLab or git is missing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -38,6 +40,11 @@ ARGS = [
 ]
 CHAPTER = "notebooks/03_reverse_mode.ipynb"
 TOKEN = "minilucid-browser-test"
+MEASURED = ["01_tensor_as_a_node", "03_reverse_mode", "05_functions_and_numerics"]
+STEPS = "step_through"  # a notebook of its own, made below
+THEMES = ["JupyterLab Light", "JupyterLab Dark"]
+SMALLEST = 11.0  # px: the smallest type a picture may show, as displayed
+WINDOW = {"width": 1400, "height": 1000}  # the file browser open: an output area of about 960 px
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 if not Path(CHROMIUM).exists():
@@ -134,12 +141,21 @@ def lab(tmp_path_factory):
     home = tmp_path_factory.mktemp("lab")
     clone = home / "clone"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+    with serve_lab(home, clone) as url:
+        yield url, clone
+
+
+@contextlib.contextmanager
+def serve_lab(home: Path, root_dir: Path, pythonpath: Path | None = None):
+    """Run JupyterLab on root_dir with Jupyter dirs of its own under home; yield its URL."""
     env = dict(os.environ)
     for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
         env[var] = str(home / var.lower())  # a fresh signature database: nothing is trusted
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)  # the kernels import this minilucid
     _quiet_config(home / "jupyter_config_dir")
     settings = home / "settings" / "@jupyterlab" / "notebook-extension"
-    settings.mkdir(parents=True)
+    settings.mkdir(parents=True, exist_ok=True)
     (settings / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
     port = free_port()
     command = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}"]
@@ -147,7 +163,7 @@ def lab(tmp_path_factory):
         "--ServerApp.ip=127.0.0.1",
         "--allow-root",
         f"--ServerApp.token={TOKEN}",
-        f"--ServerApp.root_dir={clone}",
+        f"--ServerApp.root_dir={root_dir}",
         f"--LabApp.user_settings_dir={home / 'settings'}",
         f"--LabApp.workspaces_dir={home / 'workspaces'}",
         "--LabApp.news_url=",
@@ -158,7 +174,7 @@ def lab(tmp_path_factory):
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_for(f"{url}/api/status?token={TOKEN}", server, home / "lab.log")
-        yield url, clone
+        yield url
     finally:
         _shut_down(url, server)
         log.close()
@@ -182,15 +198,14 @@ def _quiet_config(config: Path) -> None:
     off = ["formgrader", "validate_assignment", "assignment_list", "course_list"]
     server = {f"nbgrader.server_extensions.{name}": False for name in off}
     server.update(jupyter_lsp=False, jupyter_server_terminals=False, notebook=False)
-    (config / "labconfig").mkdir(parents=True)
+    (config / "labconfig").mkdir(parents=True, exist_ok=True)
     (config / "jupyter_server_config.json").write_text(
         json.dumps({"ServerApp": {"jpserver_extensions": server}})
     )
     lab = ["@jupyter/nbgrader", "@jupyter-notebook/lab-extension"]
     lab.append("@jupyterlab/apputils-extension:announcements")
-    (config / "labconfig" / "page_config.json").write_text(
-        json.dumps({"disabledExtensions": {name: True for name in lab}})
-    )
+    page = {"disabledExtensions": {name: True for name in lab}, "exposeAppInBrowser": True}
+    (config / "labconfig" / "page_config.json").write_text(json.dumps(page))
 
 
 def _wait_for(url: str, server, log: Path, timeout: float = 30) -> None:
@@ -208,7 +223,7 @@ def _wait_for(url: str, server, log: Path, timeout: float = 30) -> None:
 
 def open_notebook(browser, url: str, path: str):
     """A new page showing only this notebook (each page has a workspace of its own)."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser.new_page(viewport=WINDOW)
     workspace = Path(path).stem.replace("_", "-")
     page.goto(f"{url}/lab/workspaces/{workspace}/tree/{path}?reset&token={TOKEN}")
     page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=20000)
@@ -285,3 +300,207 @@ def test_jupyterlab_live_step_through_player_works(browser, lab):
     assert "frame 1: step 1" in controls.locator(".minilucid-where").inner_text()
     assert player.locator(".minilucid-frame:visible img").count() == 1
     page.close()
+
+
+# --------------------------------------------------------------------------------------------
+# The size rule: at a 960-px output width no picture is cut off and its type is >= 11 px tall.
+# Copies of the chapters are executed with this checkout's minilucid and trusted, so JupyterLab
+# shows their SVG; every picture is measured as displayed, in the light and the dark theme.
+
+SIZES = """async () => {
+  const decode = (src) => {
+    const body = src.slice(src.indexOf(",") + 1);
+    if (!src.slice(0, src.indexOf(",")).endsWith(";base64")) return decodeURIComponent(body);
+    return new TextDecoder().decode(Uint8Array.from(atob(body), (c) => c.charCodeAt(0)));
+  };
+  const clip = (el, box) => {
+    let left = Math.max(box.left, 0), right = Math.min(box.right, window.innerWidth);
+    for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+      const style = getComputedStyle(a);
+      if (style.overflowX !== "visible") {
+        const r = a.getBoundingClientRect();
+        left = Math.max(left, r.left); right = Math.min(right, r.right);
+      }
+    }
+    return Math.max(0, right - left);
+  };
+  const panel = document.querySelector(".jp-NotebookPanel:not(.lm-mod-hidden)");
+  const cells = [...panel.querySelectorAll(".jp-Notebook .jp-Cell")];
+  const found = [];
+  for (const [index, cell] of cells.entries()) {
+    for (const img of cell.querySelectorAll(".jp-OutputArea-output img")) {
+      if (!img.complete) await new Promise((r) => { img.onload = r; img.onerror = r; });
+      const box = img.getBoundingClientRect();
+      if (box.width === 0) continue;  // a closed frame of a step-through
+      const area = img.closest(".jp-OutputArea-output").getBoundingClientRect();
+      const src = img.getAttribute("src") || "";
+      const item = { cell: index, kind: src.slice(5, src.indexOf(";")).split(",")[0],
+        width: box.width, visible: clip(img, box), area: area.width, font: null,
+        background: null };
+      if (src.startsWith("data:image/svg+xml")) {
+        const doc = new DOMParser().parseFromString(decode(src), "image/svg+xml");
+        const svg = document.importNode(doc.documentElement, true);
+        svg.setAttribute("width", box.width); svg.setAttribute("height", box.height);
+        const holder = document.createElement("div");
+        holder.style.cssText = "position:absolute;left:-30000px;top:0";
+        holder.appendChild(svg); document.body.appendChild(holder);
+        for (const t of svg.querySelectorAll("text")) {
+          const m = t.getScreenCTM();
+          const px = parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b);
+          if (item.font === null || px < item.font) item.font = px;
+        }
+        const back = svg.querySelector("g.graph > polygon");
+        item.background = back ? back.getAttribute("fill") : null;
+        holder.remove();
+      }
+      found.push(item);
+    }
+  }
+  return found;
+}"""
+
+STEP_CELLS = [
+    "import numpy as np\nimport minilucid as ml\nfrom minilucid import viz",
+    'x = ml.tensor([1.0, 2.0, 3.0], requires_grad=True, name="x")\n'
+    'w = ml.tensor(0.5, requires_grad=True, name="w")\n'
+    'h = (w * x).tanh()\nh.name = "h"\nloss = (h * h).sum()\nloss.name = "loss"\n'
+    "viz.step_through(loss)",
+    "with viz.options(presentation=True):  # for a projector: larger type, the whole width\n"
+    "    projected = viz.draw_backward((x * x).sum())\n"
+    "projected",
+]
+
+
+def executed_copies(source: Path, dest: Path, pythonpath: Path) -> list[Path]:
+    """Execute copies of the measured chapters (and a step-through) into dest, trusted there."""
+    from nbclient import NotebookClient
+
+    dest.mkdir(parents=True, exist_ok=True)
+    notebooks = {name: nbformat.read(source / f"{name}.ipynb", as_version=4) for name in MEASURED}
+    notebooks[STEPS] = new_notebook(cells=[new_code_cell(c) for c in STEP_CELLS])
+    notebooks[STEPS].metadata["kernelspec"] = player_notebook().metadata["kernelspec"]
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(pythonpath)  # the kernel imports this minilucid
+
+    def run(name: str) -> Path:
+        nb = notebooks[name]
+        NotebookClient(nb, timeout=300, kernel_name="python3").execute(cwd=str(dest))
+        nbformat.write(nb, dest / f"{name}.ipynb")
+        return dest / f"{name}.ipynb"
+
+    try:
+        with ThreadPoolExecutor(2) as pool:  # two kernels at a time: one per core
+            return list(pool.map(run, notebooks))
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH")
+        else:
+            os.environ["PYTHONPATH"] = saved
+
+
+def trust(paths: list[Path], data_dir: Path) -> None:
+    """Sign the notebooks in the signature database of a server whose data dir is data_dir."""
+    from nbformat.sign import NotebookNotary
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    notary = NotebookNotary(data_dir=str(data_dir))
+    for path in paths:
+        notary.sign(nbformat.read(path, as_version=4))
+
+
+def measure(browser, url: str, path: str) -> dict:
+    """Every picture the notebook shows, per theme: its width, the part visible, its smallest
+    type in px (as displayed), its background."""
+    page = open_notebook(browser, url, path)
+    measured = {}
+    try:
+        page.wait_for_function("window.jupyterapp !== undefined", timeout=20000)
+        page.locator(".jp-OutputArea-output img").first.wait_for(timeout=20000)
+        for theme in THEMES:
+            page.evaluate(
+                "theme => window.jupyterapp.commands.execute('apputils:change-theme', {theme})",
+                theme,
+            )
+            page.wait_for_function(
+                "theme => document.body.dataset.jpThemeName === theme", arg=theme, timeout=20000
+            )
+            page.wait_for_timeout(300)  # the theme's style sheet settles
+            measured[theme] = page.evaluate(SIZES)
+        return measured
+    finally:
+        page.close()
+
+
+def problems(pictures: list[dict]) -> list[str]:
+    """What breaks the size rule, one line per picture."""
+    found = []
+    for p in pictures:
+        where = f"cell {p['cell']} ({p['kind']}, {p['width']:.0f} px wide)"
+        if p["visible"] < p["width"] - 1 or p["width"] > p["area"] + 1:
+            found.append(f"{where}: cut off, {p['visible']:.0f} px visible of {p['area']:.0f}")
+        if p["font"] is not None and p["font"] < SMALLEST:
+            found.append(f"{where}: type {p['font']:.1f} px tall, less than {SMALLEST} px")
+    return found
+
+
+@pytest.fixture(scope="module")
+def measured_lab(tmp_path_factory):
+    """JupyterLab serving trusted, freshly executed copies of the chapters the rule is tested on."""
+    pytest.importorskip("jupyterlab", reason="JupyterLab is not installed")
+    pytest.importorskip("nbclient", reason="nbclient is not installed")
+    home = tmp_path_factory.mktemp("measured")
+    paths = executed_copies(ROOT / "notebooks", home / "work", ROOT)
+    trust(paths, home / "jupyter_data_dir")
+    with serve_lab(home, home / "work", ROOT) as url:
+        yield url
+
+
+@pytest.mark.parametrize("name", [*MEASURED, STEPS])
+def test_pictures_are_readable_as_displayed(browser, measured_lab, name):
+    for theme, pictures in measure(browser, measured_lab, f"{name}.ipynb").items():
+        svgs = [p for p in pictures if p["kind"] == "image/svg+xml"]
+        assert svgs, f"{name}: no SVG picture shown (is the copy trusted?)"
+        assert all(p["area"] > 900 for p in pictures), "the output area should be ~960 px wide"
+        assert not problems(pictures), f"{name} in {theme}:\n" + "\n".join(problems(pictures))
+        for p in svgs:  # a light card that reads on the dark theme too
+            assert p["background"] in ("white", "#ffffff"), f"cell {p['cell']}: {p['background']}"
+        if name == STEPS:  # the presentation picture fills the width, with larger type
+            projected = svgs[-1]
+            assert projected["cell"] == len(STEP_CELLS) - 1
+            assert projected["width"] > 0.95 * projected["area"] and projected["font"] > 16
+
+
+def main(argv: list[str]) -> None:
+    """Print the smallest type and the widest picture per chapter, for the code in a checkout.
+
+    python tests/test_browser.py [CHECKOUT]   (default: this one)
+    """
+    import tempfile
+
+    from playwright.sync_api import sync_playwright
+
+    root = Path(argv[0]).resolve() if argv else ROOT
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
+        home = Path(tmp)
+        paths = executed_copies(root / "notebooks", home / "work", root)
+        trust(paths, home / "jupyter_data_dir")
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        with serve_lab(home, home / "work", root) as url:
+            for path in paths:
+                for theme, pictures in measure(chromium, url, path.name).items():
+                    fonts = [q["font"] for q in pictures if q["font"] is not None]
+                    print(
+                        f"{theme:17} {path.stem:26} pictures {len(pictures):2}  "
+                        f"smallest type {min(fonts, default=float('nan')):5.1f} px  "
+                        f"widest {max((q['width'] for q in pictures), default=0):5.0f} px  "
+                        f"output area {max((q['area'] for q in pictures), default=0):4.0f} px  "
+                        f"problems {len(problems(pictures))}",
+                        flush=True,
+                    )
+                    for line in problems(pictures):
+                        print("    " + line)
+        chromium.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -270,7 +270,8 @@ def _box(scene, node, layout) -> tuple:
     """(width, height) in px of a node's box."""
     font = 11 * layout.scale
     if node.kind != "tensor":
-        return _text(node.title, font) + 30, font * 2.2
+        lines = [node.title, *("\n".join(node.check.lines).splitlines() if node.check else [])]
+        return max(_text(line, font) for line in lines) + 30, font * 1.3 * len(lines) + 14
     lines = [plain for plain, _ in _lines(scene, node, layout, len(scene.steps))]
     return max(_text(line, font) for line in lines) + 20, font * 1.3 * len(lines) + 12
 
