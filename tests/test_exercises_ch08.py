@@ -368,3 +368,17 @@ if total > max_norm:
 return total
 """
     _rejected(*EX3, _solved(EX3[1], body), "raised TypeError")
+
+
+def test_ex3_rejects_returning_the_norm_after_clipping():
+    body = """
+grads = [p.grad for p in params if p.grad is not None]
+total = math.sqrt(sum(float((g * g).sum()) for g in grads))
+if total > max_norm:
+    for p in params:
+        if p.grad is not None:
+            p.grad = p.grad * (max_norm / total)
+    total = max_norm
+return total
+"""
+    _rejected(*EX3, _solved(EX3[1], body), "returned 1", "measured before")

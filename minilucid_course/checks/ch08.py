@@ -366,7 +366,11 @@ def check_clip_grad_norm(clip_grad_norm) -> None:
         )
     total = float(norm.item() if isinstance(norm, Tensor | np.ndarray) else norm)
     if not math.isclose(total, 5.0, rel_tol=1e-6):
-        words = "the norm of each gradient separately?" if total in (3.0, 4.0) else ""
+        words = ""
+        if total in (3.0, 4.0):
+            words = "- the norm of each gradient separately?"
+        elif math.isclose(total, 1.0, rel_tol=1e-4):
+            words = "- the norm after clipping? Return the one measured before"
         raise AssertionError(
             f"gradients [3, 0], [[0], [4]], [0] have total norm 5 (sqrt(9 + 16)); "
             f"clip_grad_norm returned {total:g} {words}".strip()
