@@ -149,3 +149,13 @@ def test_an_mlp_reaches_97_percent_on_the_digits_within_30_seconds():
         accuracy = (model(x).data.argmax(axis=1) == y.data).mean()
     assert accuracy >= 0.97, f"test accuracy {accuracy:.2%}"
     assert seconds < 30, f"training took {seconds:.1f} s"
+
+
+def test_training_benchmark_stops_a_wrong_engine_before_timing(monkeypatch):
+    """benchmarks/training.py: one epoch of each engine must end at the hand-written weights."""
+    from benchmarks import training
+
+    training.check_epoch()  # the real engines agree
+    monkeypatch.setattr(training.MinilucidTraining, "update", lambda self, _: None)
+    with pytest.raises(AssertionError, match="after one epoch minilucid's W1 differs"):
+        training.check_epoch()
