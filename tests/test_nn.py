@@ -237,6 +237,15 @@ def test_linear_shapes_and_init_bounds():
     assert nn.Linear(3, 2, bias=False).bias is None
 
 
+def test_linear_forward_is_x_times_weight_transposed_plus_bias():
+    layer = nn.Linear(4, 3, dtype=ml.float64)
+    x = np.random.default_rng(9).standard_normal((2, 5, 4))
+    expected = x @ layer.weight.data.T + layer.bias.data
+    np.testing.assert_allclose(layer(ml.tensor(x)).data, expected, rtol=1e-14, atol=1e-14)
+    no_bias = nn.Linear(4, 3, bias=False, dtype=ml.float64)
+    np.testing.assert_allclose(no_bias(ml.tensor(x)).data, x @ no_bias.weight.data.T, rtol=1e-14)
+
+
 def test_linear_with_wrong_number_of_features_names_layer_and_shapes():
     layer = nn.Linear(4, 8)
     with pytest.raises(ValueError, match=r"Linear\(in_features=4, out_features=8, bias=True\)"):
