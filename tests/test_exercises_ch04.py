@@ -295,8 +295,14 @@ def test_ex5_rejects_the_2d_formulas_without_summing_the_batch():
 
 def test_ex5_rejects_transposing_with_dot_t():
     # .T reverses every dimension of a stack, not just the last two
-    _rejected(*EX5, _solved(EX5[1], _SUM_BACK + "return summed_to(grad @ b.T, a.shape), "
-                                    "summed_to(a.T @ grad, b.shape)"), "matmul_backward")
+    _rejected(
+        *EX5,
+        _solved(
+            EX5[1],
+            _SUM_BACK + "return summed_to(grad @ b.T, a.shape), summed_to(a.T @ grad, b.shape)",
+        ),
+        "matmul_backward",
+    )
 
 
 def test_ex5_rejects_dropping_stretched_batch_dimensions():

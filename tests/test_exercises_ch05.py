@@ -289,19 +289,38 @@ _LSE_BACK = "g = grad if ctx.keepdim else np.expand_dims(grad, ctx.dim)"
 @pytest.mark.parametrize(
     "edits, words",
     [
-        ([(_LSE_KEPT, "kept = np.log(np.exp(a).sum(axis=ctx.dim, keepdims=True))")],
-         ["large logits", "overflow"]),
-        ([(_LSE_KEPT, "kept = np.log(np.exp(a - top).sum(axis=ctx.dim, keepdims=True))")],
-         ["a small vector", "expected"]),
-        ([("return kept if keepdim else np.squeeze(kept, axis=ctx.dim)", "return kept")],
-         ["a small vector", "unless keepdim=True"]),
+        (
+            [(_LSE_KEPT, "kept = np.log(np.exp(a).sum(axis=ctx.dim, keepdims=True))")],
+            ["large logits", "overflow"],
+        ),
+        (
+            [(_LSE_KEPT, "kept = np.log(np.exp(a - top).sum(axis=ctx.dim, keepdims=True))")],
+            ["a small vector", "expected"],
+        ),
+        (
+            [("return kept if keepdim else np.squeeze(kept, axis=ctx.dim)", "return kept")],
+            ["a small vector", "unless keepdim=True"],
+        ),
         ([(_LSE_BACK, "g = grad")], ["rows far apart", "put the reduced dimension back"]),
-        ([("return g * np.exp(a - kept)", "return g * np.exp(a) / np.exp(a).sum(axis=ctx.dim, keepdims=True)")],
-         ["overflow"]),
+        (
+            [
+                (
+                    "return g * np.exp(a - kept)",
+                    "return g * np.exp(a) / np.exp(a).sum(axis=ctx.dim, keepdims=True)",
+                )
+            ],
+            ["overflow"],
+        ),
         ([("return g * np.exp(a - kept)", "return np.broadcast_to(g, a.shape)")], ["softmax(a)_j"]),
     ],
-    ids=["no-shift", "shift-not-added-back", "keepdim-ignored", "no-expand-dims",
-         "naive-softmax-backward", "sum-backward"],
+    ids=[
+        "no-shift",
+        "shift-not-added-back",
+        "keepdim-ignored",
+        "no-expand-dims",
+        "naive-softmax-backward",
+        "sum-backward",
+    ],
 )
 def test_ex3b_rejects_wrong_or_unstable_answers(edits, words):
     _rejected(*EX3B, edited(NB, EX3B[1], edits), *words)

@@ -16,21 +16,10 @@ import numpy as np
 from minilucid import autograd
 from minilucid.gradcheck import gradcheck
 from minilucid.tensor import Tensor, float64
+from minilucid_course.checks.common import call
 
 # --------------------------------------------------------------------------------------------
 # Shared helpers
-
-
-def _call(what: str, fn, *args, **kwargs):
-    """Run learner code; anything but NotImplementedError becomes a plain-word AssertionError."""
-    try:
-        return fn(*args, **kwargs)
-    except NotImplementedError:
-        raise
-    except AssertionError as error:
-        raise AssertionError(f"{what} failed: {error}") from error
-    except Exception as error:
-        raise AssertionError(f"{what} raised {type(error).__name__}: {error}") from error
 
 
 def _number(x) -> str:
@@ -141,7 +130,7 @@ def check_sum_to_shape(sum_to_shape):
     for grad_shape, shape in SUM_TO_SHAPE_PAIRS:
         grad = _grad_of_shape(grad_shape)
         what = f"sum_to_shape(grad of shape {grad_shape}, {_shape_text(shape)})"
-        got = _call(what, sum_to_shape, grad.copy(), shape)
+        got = call(what, sum_to_shape, grad.copy(), shape)
         expected = _reference_sum_to_shape(grad, shape)
         note = ""
         if np.shape(got) != expected.shape and np.size(got) == expected.size:
@@ -162,7 +151,7 @@ def check_sum_to_shape(sum_to_shape):
     expected = [t.grad for t in leaves]
     loss, leaves = graph()
     with _engine_uses(sum_to_shape):
-        picture = _call("the engine's backward of ((x + b) * c).sum()", _draw_backward, loss)
+        picture = call("the engine's backward of ((x + b) * c).sum()", _draw_backward, loss)
     for t, want in zip(leaves, expected, strict=True):
         what = (
             f"in the engine's backward of ((x + b) * c).sum() with x {x0.shape}, b {b0.shape}, "
@@ -206,10 +195,10 @@ def check_matmul_backward(op):
         a, b = rng.normal(size=shape_a), rng.normal(size=shape_b)
         ctx = _op_context(op, a, b)
         what = f"{op.__name__} with A of shape {shape_a} and B of shape {shape_b}"
-        z = np.asarray(_call(f"{what}: forward", op.forward, ctx, a, b))
+        z = np.asarray(call(f"{what}: forward", op.forward, ctx, a, b))
         _compare(f"{what}: forward", z, a @ b)
         g = rng.normal(size=z.shape)
-        grads = _two_gradients(what, _call(f"{what}: backward", op.backward, ctx, g))
+        grads = _two_gradients(what, call(f"{what}: backward", op.backward, ctx, g))
         for name, got, want, formula in (
             ("A", grads[0], g @ b.T, "G @ B^T"),
             ("B", grads[1], a.T @ g, "A^T @ G"),
@@ -228,7 +217,7 @@ def check_matmul_backward(op):
     )
     x, w, bias = _leaf(x0, "x"), _leaf(w0, "W"), _leaf(b0, "b")
     loss = (op.apply(x, w) + bias).sum()
-    picture = _call(f"backward of ({op.__name__}.apply(x, W) + b).sum()", _draw_backward, loss)
+    picture = call(f"backward of ({op.__name__}.apply(x, W) + b).sum()", _draw_backward, loss)
     _compare("in a real graph: W.grad", w.grad, x0.T @ np.ones((2, 4)))
 
     batched = _batched_works(op, rng)
@@ -292,10 +281,10 @@ def check_getitem_backward(op):
         a = rng.normal(size=shape)
         ctx = _op_context(op, a)
         what = f"{op.__name__}: x of shape {shape}, z = x{_index_text(index)}"
-        z = np.asarray(_call(f"{what}: forward", op.forward, ctx, a, index))
+        z = np.asarray(call(f"{what}: forward", op.forward, ctx, a, index))
         _compare(f"{what}: forward", z, a[index])
         g = rng.normal(size=z.shape)
-        got = _call(f"{what}: backward", op.backward, ctx, g)
+        got = call(f"{what}: backward", op.backward, ctx, g)
         if isinstance(got, tuple | list):
             got = got[0] if len(got) == 1 else got
         expected = np.zeros(shape)
@@ -328,7 +317,7 @@ def check_getitem_backward(op):
     table = _leaf(rng.normal(size=4), "E")
     weights = Tensor(np.array([1.0, 2.0, 3.0, 4.0]), name="w")
     loss = (op.apply(table, index=ids) * weights).sum()
-    picture = _call(
+    picture = call(
         f"backward of ({op.__name__}.apply(E, index=[1, 3, 1, 1]) * w).sum()", _draw_backward, loss
     )
     _compare(
@@ -369,10 +358,10 @@ def check_mean_backward(op):
         ctx = _op_context(op, a)
         what = f"{op.__name__}: x of shape {shape}, z = x.mean(dim={dim}, keepdim={keepdim})"
         axes = tuple(range(len(shape))) if dim is None else dim
-        z = np.asarray(_call(f"{what}: forward", op.forward, ctx, a, dim=dim, keepdim=keepdim))
+        z = np.asarray(call(f"{what}: forward", op.forward, ctx, a, dim=dim, keepdim=keepdim))
         _compare(f"{what}: forward", z, a.mean(axis=axes, keepdims=keepdim))
         g = rng.normal(size=z.shape)
-        got = _call(f"{what}: backward", op.backward, ctx, g)
+        got = call(f"{what}: backward", op.backward, ctx, g)
         if isinstance(got, tuple | list) and len(got) == 1:
             got = got[0]
         count = a.size // max(z.size, 1)
@@ -395,7 +384,7 @@ def check_mean_backward(op):
     x = _leaf(x0, "x")
     means = op.apply(x, dim=1)
     loss = (means * means).sum()
-    picture = _call(
+    picture = call(
         f"backward of (m * m).sum() with m = {op.__name__}.apply(x, dim=1)", _draw_backward, loss
     )
     expected = np.broadcast_to(2 * x0.mean(axis=1, keepdims=True) / x0.shape[1], x0.shape)
@@ -440,7 +429,7 @@ def check_batched_matmul(matmul_backward):
         a, b = rng.normal(size=shape_a), rng.normal(size=shape_b)
         g = rng.normal(size=(a @ b).shape)
         what = f"matmul_backward with a {shape_a}, b {shape_b} (z = a @ b has shape {g.shape})"
-        grads = _two_gradients(what, _call(what, matmul_backward, a.copy(), b.copy(), g.copy()))
+        grads = _two_gradients(what, call(what, matmul_backward, a.copy(), b.copy(), g.copy()))
         expected = _reference_matmul_grads(a, b, g)
         for name, got, want, shape in (
             ("a", grads[0], expected[0], shape_a),

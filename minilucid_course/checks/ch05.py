@@ -13,24 +13,13 @@ from minilucid.nn import functional as F
 from minilucid.numerical import numerical_grad
 from minilucid.ops.softmax import LogSoftmax, logsumexp
 from minilucid.tensor import Tensor
+from minilucid_course.checks.common import call
 
 
 def _show(x) -> str:
     """A short, deterministic text for an array or number."""
     text = np.array2string(np.asarray(x), precision=4, separator=", ", max_line_width=10**6)
     return " ".join(text.split())  # rows of a matrix on one line
-
-
-def _call(fn, *args, what: str, hint: str = ""):
-    """Run learner code; a NotImplementedError passes through, other errors become plain words."""
-    try:
-        with np.errstate(all="ignore"):
-            return fn(*args)
-    except (NotImplementedError, AssertionError):
-        raise
-    except Exception as error:
-        message = f"{what} raised {type(error).__name__}: {str(error).strip()}"
-        raise AssertionError(message + (f". {hint}" if hint else "")) from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -58,7 +47,7 @@ def check_log_softmax(log_softmax_forward) -> None:
         a_in = a.copy()
         what = f"log_softmax_forward on {description} {_show(a)} with dim={dim}"
         hint = "Keep the reduced dimension (keepdims=True) so that it broadcasts back against a."
-        got = _call(log_softmax_forward, a_in, dim, what=what, hint=hint)
+        got = call(what, log_softmax_forward, a_in, dim, hint=hint)
         if isinstance(got, Tensor):
             raise AssertionError(f"{what} returned a Tensor; work on NumPy arrays and return one")
         if got is None:
@@ -274,7 +263,7 @@ def check_cross_entropy(cross_entropy) -> None:
         what = (
             f"your cross_entropy on {description}, logits {_show(data)}, targets {_show(targets)}"
         )
-        loss = _call(cross_entropy, logits, targets.copy(), what=what)
+        loss = call(what, cross_entropy, logits, targets.copy())
         if not isinstance(loss, Tensor):
             raise AssertionError(f"{what} returned {type(loss).__name__}; return a Tensor")
         if loss.shape != ():
@@ -298,7 +287,7 @@ def check_cross_entropy(cross_entropy) -> None:
                 f"{what}: expected {expected:.6g}, got {loss.item():.6g}."
                 + _cross_entropy_diagnosis(loss.item(), data, targets)
             )
-        _call(loss.backward, what=f"backward through {what}")
+        call(f"backward through {what}", loss.backward)
         got = logits.grad
         if got is None or not np.allclose(got, expected_grad, rtol=1e-7, atol=1e-12):
             raise AssertionError(
@@ -394,11 +383,8 @@ def check_first_disagreement(first_disagreement) -> None:
             f"first_disagreement on {description}: analytic "
             f"[{', '.join(map(_show, analytic))}], numeric [{', '.join(map(_show, numeric))}]"
         )
-        got = _call(
-            first_disagreement,
-            [a.copy() for a in analytic],
-            [n.copy() for n in numeric],
-            what=what,
+        got = call(
+            what, first_disagreement, [a.copy() for a in analytic], [n.copy() for n in numeric]
         )
         if got is not None:
             try:
@@ -438,7 +424,7 @@ def check_first_disagreement(first_disagreement) -> None:
     weights = np.random.default_rng(0).uniform(0.5, 1.5, size=x.shape)
     analytic = list(ml.grad(LeakyReluWithABug.apply(x), [x], weights))
     numeric = numerical_grad(LeakyReluWithABug.apply, [x], grad_output=weights)
-    found = _call(first_disagreement, analytic, numeric, what="first_disagreement on a real op")
+    found = call("first_disagreement on a real op", first_disagreement, analytic, numeric)
     if found is None or (int(found[0]), tuple(int(i) for i in found[1])) != (0, (1, 0)):
         raise AssertionError(
             f"on a LeakyRelu whose backward uses the wrong slope for negative inputs, "
@@ -531,7 +517,10 @@ def check_softplus(softplus_op) -> None:
             if np.isclose(got[where], weights[where] * float(data[where])):
                 words = " That is grad * a; softplus' derivative is the sigmoid of a."
             elif expected[where] < 1e-15 and got[where] == 0:
-                words = " The sigmoid of a very negative a is tiny, not 0: compute it so it keeps its digits."
+                words = (
+                    " The sigmoid of a very negative a is tiny, not 0: compute it so that it "
+                    "keeps its digits."
+                )
             raise AssertionError(
                 f"{name}.backward is wrong at entry {where} of {what}: with a = "
                 f"{float(data[where]):.4g} and incoming gradient {weights[where]:.4g}, expected "
