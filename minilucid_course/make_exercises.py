@@ -127,6 +127,45 @@ def started_by_learner(exercise_path: Path | str) -> list[str]:
     return changed
 
 
+def touched_by_learner(path: Path) -> bool:
+    """Answered or run in place: answer or locked cells changed, or outputs stored."""
+    nb = nbformat.read(str(path), as_version=4)
+    ran = any(c.cell_type == "code" and (c.outputs or c.execution_count) for c in nb.cells)
+    return ran or bool(started_by_learner(path))
+
+
+def as_committed(exercises_dir: Path | str, out_dir: Path | str) -> Path:
+    """A copy of exercises/ in which each notebook a learner answered or ran in place is
+    replaced by its committed version (`git show HEAD:...`), so that checks of the course's
+    integrity judge the course, not the learner's work. Returns out_dir."""
+    import subprocess
+
+    exercises_dir, out_dir = Path(exercises_dir), Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for path in sorted(exercises_dir.glob("*.ipynb")):
+        text = path.read_text(encoding="utf-8")
+        if touched_by_learner(path):
+            top = subprocess.run(
+                ["git", "rev-parse", "--show-toplevel"],
+                cwd=exercises_dir,
+                capture_output=True,
+                text=True,
+            )
+            if top.returncode == 0:
+                relative = path.resolve().relative_to(Path(top.stdout.strip()).resolve())
+                shown = subprocess.run(
+                    ["git", "show", f"HEAD:{relative.as_posix()}"],
+                    cwd=exercises_dir,
+                    capture_output=True,
+                    text=True,
+                    encoding="utf-8",
+                )
+                if shown.returncode == 0:
+                    text = shown.stdout
+        (out_dir / path.name).write_text(text, encoding="utf-8")
+    return out_dir
+
+
 def write(
     solutions_dir: Path | str = SOLUTIONS,
     exercises_dir: Path | str = EXERCISES,
