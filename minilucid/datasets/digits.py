@@ -1,7 +1,8 @@
 """The 8x8 handwritten digits: 1,797 images of 0-9, shipped with the package (digits.npz).
 
 Source: the test part of "Optical Recognition of Handwritten Digits" by E. Alpaydin and
-C. Kaynak, UCI Machine Learning Repository (https://doi.org/10.24432/C50P49), licensed under
+C. Kaynak, UCI Machine Learning Repository
+(https://archive.ics.uci.edu/dataset/80/optical+recognition+of+handwritten+digits), licensed under
 CC BY 4.0. Each pixel counts the inked pixels of a 4x4 block of a 32x32 bitmap: 0 to 16.
 DIGITS.md beside this file says how digits.npz was made from it, and how the split was drawn.
 """
