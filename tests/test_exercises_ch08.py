@@ -382,3 +382,73 @@ if total > max_norm:
 return total
 """
     _rejected(*EX3, _solved(EX3[1], body), "returned 1", "measured before")
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 4: WarmupCosine
+
+EX4 = ("ex08_4_warmup_check", "ex08_4_warmup_answer")
+WARM = """
+e = self.last_epoch
+lrs = []
+for base in {bases}:
+    if e < self.warmup:
+        lrs.append(base * ({first}) / self.warmup)
+    elif {floor}:
+        lrs.append(self.eta_min)
+    else:
+        done = {done}
+        lrs.append(self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * done)) / 2)
+return lrs
+"""
+
+
+def _warm(**kw):
+    parts = dict(
+        bases="self.base_lrs",
+        first="e + 1",
+        floor="e >= self.total",
+        done="(e - self.warmup) / (self.total - self.warmup)",
+    )
+    parts.update(kw)
+    return _solved(EX4[1], WARM.format(**parts))
+
+
+def test_ex4_solution_passes(capsys):
+    run_check(NB, EX4[0])
+    assert "✓ WarmupCosine" in capsys.readouterr().out
+
+
+def test_ex4_the_template_of_the_mutants_passes(capsys):
+    run_check(NB, EX4[0], replace={EX4[1]: _warm()})
+    assert "✓ WarmupCosine" in capsys.readouterr().out
+
+
+def test_ex4_unanswered_raises_not_implemented():
+    _unanswered(*EX4)
+
+
+def test_ex4_rejects_a_warm_up_from_zero():
+    _rejected(*EX4, _warm(first="e"), "at epoch 0", "starts at lr 0")
+
+
+def test_ex4_rejects_a_cosine_that_ignores_the_warm_up():
+    _rejected(*EX4, _warm(done="e / self.total"), "counts from epoch 0")
+
+
+def test_ex4_rejects_one_base_for_every_group():
+    _rejected(*EX4, _warm(bases="[self.base_lrs[0]] * 2"), "second group")
+
+
+def test_ex4_rejects_climbing_back_up():
+    _rejected(*EX4, _warm(floor="False"), "at epoch 31", "stay at eta_min")
+
+
+def test_ex4_rejects_compounding_the_current_lr():
+    wrong = _warm(bases='[g["lr"] for g in self.optimizer.param_groups]')
+    _rejected(*EX4, wrong, "at epoch 1", "self.base_lrs")
+
+
+def test_ex4_rejects_returning_a_number():
+    wrong = _solved(EX4[1], "return self.base_lrs[0]")
+    _rejected(*EX4, wrong, "raised TypeError", "one lr for each parameter group")

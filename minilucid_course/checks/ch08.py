@@ -403,3 +403,99 @@ def check_clip_grad_norm(clip_grad_norm) -> None:
             f"clipped to norm 5 should be [3, 4], got {_show(params[0].grad)}"
         )
     print("✓ clip_grad_norm scales all gradients by one factor, only when their total is too long")
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 4: warm-up, then cosine
+
+WARMUP = dict(warmup=5, total=30, eta_min=0.001)
+BASES = (0.1, 0.01)
+EPOCHS = 40
+
+
+def _warmup_reference(
+    start_at_zero=False, ignore_warmup=False, one_base=False, no_floor=False, compound=False
+) -> list:
+    """lr of each group after epochs 0..EPOCHS; the flags make the usual mistakes."""
+    warmup, total, low = WARMUP["warmup"], WARMUP["total"], WARMUP["eta_min"]
+    current = list(BASES)
+    out = []
+    for e in range(EPOCHS + 1):
+        row = []
+        for g, base in enumerate(BASES):
+            base = BASES[0] if one_base else current[g] if compound else base
+            if e < warmup:
+                lr = base * (e if start_at_zero else e + 1) / warmup
+            elif e >= total and not no_floor:
+                lr = low
+            else:
+                done = e / total if ignore_warmup else (e - warmup) / (total - warmup)
+                lr = low + (base - low) * (1 + math.cos(math.pi * done)) / 2
+            row.append(lr)
+        current = row
+        out.append(row)
+    return out
+
+
+def _warmup_mistakes() -> dict:
+    return {
+        "from zero": (
+            _warmup_reference(start_at_zero=True),
+            "the warm-up starts at lr 0, so the first epoch learns nothing; epoch e of the "
+            "warm-up has base_lr * (e + 1) / warmup",
+        ),
+        "cosine from 0": (
+            _warmup_reference(ignore_warmup=True),
+            "the cosine counts from epoch 0; it should start when the warm-up ends, and run over "
+            "the remaining total - warmup epochs",
+        ),
+        "one base": (
+            _warmup_reference(one_base=True),
+            "the second group follows the first group's starting lr; use each group's own "
+            "entry of self.base_lrs",
+        ),
+        "no floor": (
+            _warmup_reference(no_floor=True),
+            "after `total` epochs the cosine climbs back up; stay at eta_min from then on",
+        ),
+        "compound": (
+            _warmup_reference(compound=True),
+            "the formula is applied to the current lr, so each epoch compounds the last one's "
+            "change; compute it from the starting rates in self.base_lrs",
+        ),
+    }
+
+
+def check_warmup_cosine(WarmupCosine) -> None:
+    """WarmupCosine's lr, epoch by epoch, in two parameter groups, against the formula."""
+    params = [ml.tensor([1.0], requires_grad=True), ml.tensor([2.0], requires_grad=True)]
+    groups = [{"params": params[:1]}, {"params": params[1:], "lr": BASES[1]}]
+    opt = ml.optim.SGD(groups, lr=BASES[0])
+    hint = "get_lr must return a list: one lr for each parameter group"
+    sched = call(
+        "WarmupCosine(opt, warmup=5, total=30, eta_min=0.001)",
+        WarmupCosine,
+        opt,
+        hint=hint,
+        **WARMUP,
+    )
+    got = [call("get_last_lr()", sched.get_last_lr, returns=list)]
+    for _ in range(EPOCHS):
+        opt.step()
+        call("scheduler.step()", sched.step, hint=hint)
+        got.append(call("get_last_lr()", sched.get_last_lr, returns=list))
+    expected = _warmup_reference()
+    mistakes = _warmup_mistakes()
+    for e, (row, want) in enumerate(zip(got, expected, strict=True)):
+        if len(row) != 2:
+            raise AssertionError(f"at epoch {e}, {len(row)} lrs for 2 parameter groups")
+        if np.allclose(row, want, rtol=1e-9, atol=1e-12):
+            continue
+        for trajectory, explanation in mistakes.values():
+            if np.allclose(row, trajectory[e], rtol=1e-9, atol=1e-12):
+                raise AssertionError(f"at epoch {e}: {explanation}")
+        raise AssertionError(
+            f"at epoch {e} (warmup 5, total 30, eta_min 0.001, starting lrs 0.1 and 0.01): "
+            f"expected {_show(want)}, got {_show(row)}"
+        )
+    print("✓ WarmupCosine warms up linearly, then follows the cosine down to eta_min, per group")
