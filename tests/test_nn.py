@@ -397,3 +397,19 @@ def test_linear_default_init_statistics_match_torchs(torch):
     assert abs(np.abs(ours).max() - np.abs(theirs).max()) < 1e-4  # the same bound 1/sqrt(400)
     assert abs(ours.std() - theirs.std()) < 0.01 * theirs.std()
     assert abs(ours.mean()) < 1e-3 and abs(theirs.mean()) < 1e-3
+
+
+def test_deepcopy_gives_an_independent_model_and_snapshot():
+    import copy
+
+    model = mlp()
+    twin = copy.deepcopy(model)
+    snapshot = copy.deepcopy(model.state_dict())
+    assert [n for n, _ in twin.named_parameters()] == [n for n, _ in model.named_parameters()]
+    assert all(isinstance(p, nn.Parameter) for p in twin.parameters())
+    twin[0].weight.data += 1
+    model[0].bias.data += 1
+    assert not np.array_equal(twin[0].weight.data, model[0].weight.data)
+    assert not np.array_equal(snapshot["0.bias"].data, model[0].bias.data)
+    model.load_state_dict(snapshot)
+    assert np.array_equal(snapshot["0.bias"].data, model[0].bias.data)
