@@ -293,10 +293,25 @@ def _make_guard(shell):
         display(value)
 
     def not_done(shell_, etype, value, tb, tb_offset=None):
-        """IPython's handler for a stub's NotImplementedError raised in a cell: one line."""
-        if not hasattr(value, "_render_traceback_"):
+        """IPython's handler for what an unanswered exercise raises in a cell: one line.
+
+        A stub's NotImplementedError; or a NameError in a cell's own top-level code, as when a
+        check cell names a class the learner has not written (and run) yet.
+        """
+        if isinstance(value, NameError):
+            if _learner_frame(tb).tb_frame.f_code.co_name != "<module>":
+                shell_.showtraceback((etype, value, tb))  # a bug inside a function: as usual
+                return []
+            name = getattr(value, "name", None) or str(value)
+            value = NotDone(
+                f"not done yet: `{name}` is not defined. Write the answer that defines it, run "
+                "its cell, then run this one again."
+            )
+            etype = NotDone
+        elif not hasattr(value, "_render_traceback_"):
             line = _not_done_line(tb)
-            value._render_traceback_ = lambda: [line]
+            value = NotDone(line)
+            etype = NotDone
         shell_.showtraceback((etype, value, tb))
         return value._render_traceback_()
 
@@ -319,6 +334,6 @@ def install(shell=None) -> bool:
     look, not_done = _make_guard(shell)
     shell.events.register("pre_run_cell", lambda *args: look())
     shell.events.register("post_run_cell", lambda *args: look())
-    shell.set_custom_exc((NotImplementedError,), not_done)
+    shell.set_custom_exc((NotImplementedError, NameError), not_done)
     _installed_in.add(id(shell))
     return True
