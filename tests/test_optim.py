@@ -282,6 +282,8 @@ def test_refuses_a_single_tensor_and_duplicates():
         optim.SGD([{"params": {w}}], lr=0.1)
     with pytest.raises(TypeError, match="ordered collection"):
         optim.Adam({w})
+    with pytest.raises(KeyError, match="needs a 'params' entry"):
+        optim.SGD([{"lr": 0.1}], lr=0.1)
     with pytest.raises(TypeError, match="parameter 0 is a ndarray, not a Tensor"):
         optim.SGD([np.zeros(3)], lr=0.1)
 

@@ -42,6 +42,8 @@ class Optimizer:
         where = type(self).__name__
         if not isinstance(param_group, dict):
             raise TypeError(f"{where}: a parameter group must be a dict, got {param_group!r}")
+        if "params" not in param_group:
+            raise KeyError(f"{where}: a parameter group needs a 'params' entry, got {param_group}")
         params = param_group["params"]
         _refuse_set(params, where)
         params = [params] if isinstance(params, Tensor) else list(params)
