@@ -251,17 +251,18 @@ def _width(scene, layout: "_Layout") -> float:
 def _ranks(scene) -> dict:
     """Each node's rank: the longest path of edges that lead to it."""
     rank = {n.key: 0 for n in scene.nodes}
-    into = {}
+    into, out = {}, {}
     for e in scene.edges:
         if e.kind == "data":
             into.setdefault(e.head, []).append(e.tail)
+            out.setdefault(e.tail, []).append(e.head)
     before = {"constant": 0, "cut": 0, "op": 1, "tensor": 2}  # in each tensor's own group
     for n in sorted(scene.nodes, key=lambda n: (_owner(n), before[n.kind])):
         for tail in into.get(n.key, []):
             rank[n.key] = max(rank[n.key], rank[tail] + 1)
     for n in scene.nodes:  # Graphviz pulls an input next to the first op that consumes it
         if n.key not in into:
-            heads = [rank[e.head] for e in scene.edges if e.tail == n.key and e.kind == "data"]
+            heads = [rank[head] for head in out.get(n.key, [])]
             rank[n.key] = max(min(heads, default=1) - 1, 0)
     return rank
 
