@@ -4,24 +4,7 @@ import numpy as np
 
 import minilucid as ml
 from minilucid.tensor import Tensor
-
-
-def _call(fn, *args, call: str):
-    """Run the learner's function; turn a crash into a plain-words AssertionError.
-
-    NotImplementedError passes through untouched: it means "not answered yet".
-    """
-    try:
-        return fn(*args)
-    except (NotImplementedError, AssertionError):
-        raise
-    except RecursionError as error:
-        raise AssertionError(
-            f"{call} hit Python's recursion limit (RecursionError). Walk the graph with an "
-            "explicit stack - a list you append to and pop from - instead of recursive calls."
-        ) from error
-    except Exception as error:
-        raise AssertionError(f"{call} raised {type(error).__name__}: {error}") from error
+from minilucid_course.checks.common import call
 
 
 def _label(obj, names: dict) -> str:
@@ -65,7 +48,7 @@ def check_parents_of(parents_of) -> None:
         ),
     ]
     for t, what, expected, why in cases:
-        got = _call(parents_of, t, call=f"parents_of({what})")
+        got = call(f"parents_of({what})", parents_of, t)
         if not isinstance(got, list | tuple):
             raise AssertionError(
                 f"parents_of({what}) returned {got!r}; return a list of tensors, "
@@ -99,7 +82,7 @@ def check_graph_size(graph_size) -> None:
         ((v + v) * v, "(v + v) * v with v of shape (3,)", (3, 2), "v, v+v and the product"),
     ]
     for t, what, expected, why in cases:
-        got = _call(graph_size, t, call=f"graph_size({what})")
+        got = call(f"graph_size({what})", graph_size, t)
         if not isinstance(got, tuple | list) or len(got) != 2:
             raise AssertionError(
                 f"graph_size({what}) returned {got!r}; return a pair (tensors, ops), "
@@ -114,7 +97,7 @@ def check_graph_size(graph_size) -> None:
     y = a
     for _ in range(depth):
         y = y + a
-    got = _call(graph_size, y, call=f"graph_size of a chain of {depth} additions y = y + a")
+    got = call(f"graph_size of a chain of {depth} additions y = y + a", graph_size, y)
     if tuple(got) != (depth + 1, depth):
         raise AssertionError(
             f"graph_size of a chain of {depth} additions y = y + a: expected "
@@ -151,7 +134,7 @@ def check_poly(poly):
     for values in (2.0, [-1.0, 0.0, 0.5, 2.0]):
         x = ml.tensor(values, requires_grad=True, name="x")
         what = f"poly(x) with x = {x.data.tolist()}"
-        y = _call(poly, x, call=what)
+        y = call(what, poly, x)
         if not isinstance(y, Tensor):
             raise AssertionError(f"{what} returned {type(y).__name__}; return a Tensor")
         expected = 3 * x.data**2 + 2 * x.data + 1
@@ -209,7 +192,7 @@ def _prediction_cases() -> list:
 
 
 def check_predictions(predict) -> None:
-    got = _call(predict, call="predict()")
+    got = call("predict()", predict)
     if not isinstance(got, dict):
         raise AssertionError(f"predict() returned {type(got).__name__}; return a dict")
     for label, expression, make in _prediction_cases():
@@ -243,7 +226,7 @@ def check_predictions(predict) -> None:
 # Exercise 5: count the paths
 
 
-class _TooManyVisits(AssertionError):
+class WalkTooLong(Exception):
     """Raised inside the learner's walk once it has looked at far more tensors than exist."""
 
 
@@ -258,7 +241,7 @@ class _Watched(Tensor):
         _Watched.budget["left"] -= 1
         if _Watched.budget["left"] < 0:
             n = _Watched.budget["nodes"]
-            raise _TooManyVisits(
+            raise WalkTooLong(
                 f"your walk asked for grad_fn more than 50 times per tensor of a graph of {n} "
                 "tensors: it follows every path one by one, and there are far too many. Visit "
                 "each tensor once, in an order in which a tensor comes after every tensor "
@@ -344,10 +327,7 @@ def check_count_paths(count_paths) -> None:
     for what, root, leaf, why in _path_cases():
         expected = _reference_paths(root, leaf)
         _watch(root)
-        try:
-            got = _call(count_paths, root, leaf, call=what)
-        except _TooManyVisits as error:
-            raise AssertionError(f"{what}: {error}") from None
+        got = call(what, count_paths, root, leaf)
         if isinstance(got, bool) or not isinstance(got, int | np.integer):
             raise AssertionError(
                 f"{what} returned {got!r}, a {type(got).__name__}; return a whole number (int). "
