@@ -39,17 +39,13 @@ def _arrays(seed: int, *shapes, positive=False, away_from_zero=False):
 
 def _backward_through(op, name, leaves, extra, weights):
     """Build op.apply(*leaves, *extra) in a real graph and run minilucid's backward on it."""
-    try:
+
+    def run():
         out = op.apply(*leaves, *extra)
         out.backward(gradient=weights)
-    except NotImplementedError:
-        raise
-    except (RuntimeError, ValueError, TypeError, AttributeError) as error:
-        raise AssertionError(
-            f"{name}.backward could not be used by minilucid's backward: "
-            f"{type(error).__name__}: {error}"
-        ) from None
-    return out
+        return out
+
+    return call(f"{name}, used in a graph by minilucid's backward,", run)
 
 
 def _compare(name, input_name, got, expected, shapes_note, hint=None) -> None:
@@ -194,15 +190,13 @@ def check_numerical_grad(fn) -> None:
     eps = 1e-3
     for label, f, exact in cases:
         x = x0.copy()
-        try:
-            got = fn(f, x, eps)
-        except NotImplementedError:
-            raise
-        except Exception as error:
-            raise AssertionError(
-                f"your numerical gradient raised {type(error).__name__} on {label} "
-                f"with x of shape {x0.shape}, eps = {eps}: {error}"
-            ) from None
+        got = call(
+            f"your numerical gradient, on {label} with x of shape {x0.shape} and eps = {eps},",
+            fn,
+            f,
+            x,
+            eps,
+        )
         if not np.array_equal(x, x0):
             raise AssertionError(
                 f"after computing the gradient of {label}, x was changed: put each entry back "
