@@ -2,12 +2,17 @@
 
 import numpy as np
 
+from minilucid.nn.dropout import dropout
+from minilucid.nn.normalization import batch_norm, layer_norm
 from minilucid.ops.softmax import CrossEntropy, LogSoftmax, Softmax
 from minilucid.ops.unary import relu, sigmoid, tanh
 from minilucid.tensor import Tensor
 
 __all__ = [
+    "batch_norm",
     "cross_entropy",
+    "dropout",
+    "layer_norm",
     "linear",
     "log_softmax",
     "mse_loss",
