@@ -50,11 +50,12 @@ GRAPHS = {
 
 
 def svg_size(svg: str) -> tuple:
-    """(width in px, smallest type in px) of an SVG that Graphviz wrote, at natural size."""
-    width = float(re.search(r'<svg width="([\d.]+)pt"', svg).group(1)) * 4 / 3
-    scale = float(re.search(r"scale\(([\d.]+)", svg).group(1))
+    """(width in px, smallest type in px) of an SVG that Graphviz wrote, as shown."""
+    width = float(re.search(r'<svg width="([\d.]+)pt"', svg).group(1))
+    view = float(re.search(r'viewBox="[-\d.]+ [-\d.]+ ([\d.]+)', svg).group(1))
+    scale = float(re.search(r"scale\(([\d.]+)", svg).group(1)) * width / view
     fonts = [float(f) for f in re.findall(r'font-size="([\d.]+)"', svg)]
-    return width, min(fonts) * scale * 4 / 3
+    return width * 4 / 3, min(fonts) * scale * 4 / 3
 
 
 # --------------------------------------------------------------------------------------------
@@ -151,6 +152,28 @@ def test_pictures_fit_960_px_with_type_of_11_px(name):
         width, smallest = svg_size(picture.svg())
         assert width <= WIDEST, f"{name}: {width:.0f} px wide"
         assert smallest >= SMALLEST, f"{name}: type {smallest:.1f} px"
+
+
+def two_layers():
+    """A two-layer network as a model would build it, and its layers as groups."""
+    rng = np.random.default_rng(0)
+    x = ml.tensor(rng.normal(size=(2, 4)), name="x")
+    w1, b1 = ml.tensor(rng.normal(size=(8, 4)), requires_grad=True), ml.zeros(8, requires_grad=True)
+    w2, b2 = ml.tensor(rng.normal(size=(3, 8)), requires_grad=True), ml.zeros(3, requires_grad=True)
+    h = (x @ w1.T + b1).relu()
+    out = h @ w2.T + b2
+    return out.sum(), {"fc1": [w1, b1], "relu": h, "fc2": [w2, b2, out]}
+
+
+@needs_dot
+def test_a_model_drawn_in_groups_fits_960_px_with_type_of_11_px():
+    (loss, groups), (again, same) = two_layers(), two_layers()
+    for picture in (draw_graph(loss, groups=groups), draw_backward(again, groups=same)):
+        assert "subgraph cluster_2" in picture.source
+        width, smallest = svg_size(picture.svg())
+        assert width <= WIDEST and smallest >= SMALLEST, (width, smallest)
+        png = picture.png()  # the same size where SVG is not shown
+        assert int.from_bytes(png[16:20], "big") <= WIDEST
 
 
 @needs_dot

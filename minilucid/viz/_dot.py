@@ -243,9 +243,28 @@ def _width(scene, layout: "_Layout") -> float:
     if layout.rankdir == "LR":
         columns = sum(max(w for w, _ in boxes) for boxes in ranks.values())
         return columns + gap * (len(ranks) - 1) + sum(max(w) for w in labels.values()) + 20
+    if scene.groups:
+        return _boxed_width(scene, sizes, rank, layout) + 20
     rows = max(sum(w for w, _ in boxes) + 24 * (len(boxes) - 1) for boxes in ranks.values())
     beside = max((sum(w) + 40 * len(w) for w in labels.values()), default=0)
     return max(rows, beside) + 20
+
+
+def _boxed_width(scene, sizes: dict, rank: dict, layout: "_Layout") -> float:
+    """Top to bottom with groups: a group's box takes the width of its widest row, and boxes
+    whose ranks overlap stand side by side."""
+    units = {}  # a group's label, or a node of no group -> {rank: width of its row there}
+    for n in scene.nodes:
+        rows = units.setdefault(n.group if n.group is not None else n.key, {})
+        rows[rank[n.key]] = rows.get(rank[n.key], -24) + sizes[n.key][0] + 24
+    for e in scene.edges:
+        if e.label and not layout.compact:  # a label stands beside its edge
+            tail = next(n for n in scene.nodes if n.key == e.tail)
+            rows = units[tail.group if tail.group is not None else tail.key]
+            text = max([e.label, e.summed], key=len)
+            rows[rank[e.tail]] = rows.get(rank[e.tail], 0) + _text(text, 10 * layout.scale) + 16
+    spans = [(min(rows), max(rows), max(rows.values()) + 32) for rows in units.values()]
+    return max(sum(w + 24 for lo, hi, w in spans if lo <= r <= hi) for r in set(rank.values()))
 
 
 def _ranks(scene) -> dict:

@@ -86,7 +86,7 @@ class _Picture(_Drawing):
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         try:
             svg = self.svg()
-            png = _render(self.source, "png")
+            png = self.png()
         except graphviz.ExecutableNotFound:
             return {"text/plain": self.text + "\n\n" + _no_dot_message()}
         return {
@@ -96,9 +96,42 @@ class _Picture(_Drawing):
         }
 
     def svg(self) -> str:
-        """The SVG as shown: at natural size, or filling the width in presentation mode."""
+        """The SVG as shown: at natural size, or filling the width in presentation mode.
+
+        The layouts aim at full size; should one still come out wider than a notebook's output
+        area, it is shown a little smaller, but only as far as its type stays 11 px tall.
+        """
         svg = _render(self.source, "svg").decode("utf-8")
-        return _fill_width(svg) if self.fill else svg
+        if self.fill:
+            return _fill_width(svg)
+        width, height = (float(v) for v in re.search(SIZE, svg).groups())
+        shrink = self._shrink(width)
+        if shrink == 1:
+            return svg
+        size = f'<svg width="{width * shrink:.0f}pt" height="{height * shrink:.0f}pt"'
+        return re.sub(SIZE, size, svg, count=1)
+
+    def png(self) -> bytes:
+        """The PNG as shown where SVG is not: the size the SVG is shown at."""
+        svg_width = float(re.search(SIZE, _render(self.source, "svg").decode("utf-8")).group(1))
+        shrink = self._shrink(svg_width)
+        if shrink == 1:
+            return _render(self.source, "png")
+        dpi = f"{96 * shrink:.1f}"  # Graphviz draws PNG at 96 dots per inch
+        return _render(self.source.replace("{\n", f"{{\n\tgraph [dpi={dpi}]\n", 1), "png")
+
+    def _shrink(self, width_pt: float) -> float:
+        """1, or the factor that brings the picture into the output area with type >= 11 px."""
+        width_px = width_pt * 4 / 3
+        smallest = 10 * self.layout.scale * 4 / 3  # edge labels: the smallest type drawn
+        if width_px <= FIT_PX:
+            return 1.0
+        return max(FIT_PX / width_px, SMALLEST_PX / smallest)
+
+
+SIZE = r'<svg width="([\d.]+)pt" height="([\d.]+)pt"'
+FIT_PX = 940  # a notebook's output area is about 960 px wide
+SMALLEST_PX = 11  # the smallest type a picture may show
 
 
 def _fill_width(svg: str) -> str:

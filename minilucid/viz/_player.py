@@ -13,7 +13,7 @@ from pathlib import Path
 
 import graphviz
 
-from minilucid.viz._picture import _Drawing, _no_dot_message, _Picture, _render
+from minilucid.viz._picture import _Drawing, _no_dot_message, _Picture
 
 SCRIPT = """<script>
 document.querySelectorAll(".minilucid-steps:not([data-ready])").forEach(function (root) {
@@ -52,7 +52,7 @@ class _Player(_Drawing):
 
     def __init__(self, scene):
         self.scene = scene
-        whole = _Picture(scene)
+        whole = self.whole = _Picture(scene)
         self.layout, self.fill = whole.layout, whole.fill
         self.steps = [0, *scene.frames()]
         self.source = whole.source  # the last frame: every step
@@ -90,7 +90,7 @@ class _Player(_Drawing):
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         try:
             html = self.html()
-            png = base64.b64encode(_render(self.source, "png")).decode("ascii")
+            png = base64.b64encode(self.whole.png()).decode("ascii")
         except graphviz.ExecutableNotFound:
             return {"text/plain": self.text + "\n\n" + _no_dot_message()}
         return {"text/html": html, "image/png": png, "text/plain": self.text}
