@@ -26,7 +26,7 @@ PYTEST_ARGS ?=
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	--nbval-cell-timeout=300
 
-.PHONY: help setup lab teacher reset test check sync exercises progress execute html bench clean distclean
+.PHONY: help setup lab teacher reset kit test check sync exercises progress execute html bench clean distclean
 
 help:
 	@echo "make lab         set up, then open the course in JupyterLab (LAB_ARGS='--no-browser --port 8899')"
@@ -38,6 +38,7 @@ help:
 	@echo "make check       fast checks: lint, format, chapters in sync with the package, exercises"
 	@echo "make sync        rewrite the chapters' tagged cells from the package"
 	@echo "make exercises   generate exercises/ from solutions/"
+	@echo "make kit         regenerate the teacher's chapter tables (docs/teaching-chapters.md)"
 	@echo "make execute     re-run notebooks/ and solutions/ and store their outputs (NB=\"paths\" for some)"
 	@echo "make html        static HTML copy of the course in site/"
 	@echo "make bench       speed comparisons (python -m benchmarks)"
@@ -82,10 +83,15 @@ check: setup
 	run $(PY) -m minilucid_course.sync --check; \
 	run $(PY) -m minilucid_course.sync --coverage; \
 	run $(PY) -m minilucid_course.make_exercises --check; \
+	run $(PY) -m minilucid_course.teaching --check; \
 	exit $$status
 
 sync: setup
 	$(PY) -m minilucid_course.sync --write
+
+# docs/teaching-chapters.md: objectives, times and the wrong answers each check rejects, generated
+kit: setup
+	$(PY) -m minilucid_course.teaching
 
 exercises: setup
 	$(PY) -m minilucid_course.make_exercises

@@ -1,0 +1,114 @@
+"""The teacher's kit: generated tables up to date, hosting files present and valid, links right."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import nbformat
+import pytest
+
+from minilucid_course import hosting, teaching
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_chapter_tables_are_up_to_date():
+    wanted = teaching.generate()
+    assert teaching.OUT.exists(), "run `make kit`"
+    assert teaching.OUT.read_text(encoding="utf-8") == wanted, (
+        "docs/teaching-chapters.md is stale: run `make kit`"
+    )
+
+
+def test_every_chapter_with_exercises_has_its_wrong_answers_listed():
+    text = teaching.generate()
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        assert f"notebooks/{path.name}" in text
+        if (ROOT / "solutions" / path.name).exists():
+            section = text.split(f"(../notebooks/{path.name})", 1)[1].split("\n## ", 1)[0]
+            assert "**Exercises**" in section, path.name
+            assert "| wrong answers the check rejects |" in section
+
+
+def test_the_tables_go_stale_when_a_chapter_changes(tmp_path):
+    """The freshness test can fail: a new objective changes the generated text."""
+    source = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))[0]
+    nb = nbformat.read(str(source), as_version=4)
+    before = teaching.generate(tmp_path)  # an empty folder: the header only
+    nbformat.write(nb, str(tmp_path / source.name))
+    with_one = teaching.generate(tmp_path)
+    assert with_one != before and source.name in with_one
+    first = next(c for c in nb.cells if c.cell_type == "markdown")
+    first.source = "# 00 · A chapter\n\n**Time:** a whole week."
+    nbformat.write(nb, str(tmp_path / source.name))
+    assert "a whole week" in teaching.generate(tmp_path)
+
+
+def test_wrong_answers_are_read_from_both_test_styles(tmp_path):
+    test_file = tmp_path / "test_exercises_ch99.py"
+    test_file.write_text(
+        'EXERCISES = {"sort": ("ex99_1_sort_answer", "ex99_1_sort_check")}\n'
+        'MUTANTS = {"sort": {"recursive": "...", "no visited mark": []}}\n'
+        "def test_ex2_rejects_a_forgotten_square(): pass\n"
+        "def test_ex2_solution_passes(): pass\n"
+    )
+    assert teaching.wrong_answers(test_file) == {
+        "1": ["recursive", "no visited mark"],
+        "2": ["a forgotten square"],
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Hosting: repo2docker / Binder read environment.yml and postBuild
+
+
+def test_environment_yml_installs_the_engine_and_the_course():
+    yaml = pytest.importorskip("yaml")
+    env = yaml.safe_load((ROOT / "environment.yml").read_text(encoding="utf-8"))
+    assert env["name"] == "minilucid" and "conda-forge" in env["channels"]
+    plain = [d for d in env["dependencies"] if isinstance(d, str)]
+    names = {d.split("=")[0].split(">")[0].strip() for d in plain}
+    # Graphviz's dot program and its Python package, so no apt.txt is needed
+    assert {"python", "numpy", "jupyterlab", "graphviz", "python-graphviz", "pip"} <= names
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    assert "-e ." in pip and "-e ./minilucid_course" in pip
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    conda_name = {"graphviz": "python-graphviz"}
+    for requirement in project["project"]["optional-dependencies"]["course"]:
+        name = requirement.split(">")[0].split("=")[0].split("[")[0].strip()
+        name = conda_name.get(name, name)
+        assert name in names or any(name in str(p) for p in pip), f"{name} missing"
+
+
+def test_postbuild_is_a_valid_executable_script():
+    post = ROOT / "postBuild"
+    assert post.exists() and os.access(post, os.X_OK), "postBuild must be executable"
+    assert subprocess.run(["bash", "-n", str(post)]).returncode == 0
+    text = post.read_text(encoding="utf-8")
+    for needed in ("minilucid_course.jupyter_setup", "minilucid_course.workspace prepare"):
+        assert needed in text
+    assert not (ROOT / "binder").exists() and not (ROOT / ".binder").exists(), (
+        "a binder/ folder makes repo2docker ignore environment.yml and postBuild at the top"
+    )
+
+
+def test_nbgitpuller_and_binder_links_open_each_chapter():
+    names = hosting.chapters()
+    assert names and names[0].startswith("00_")
+    link = hosting.nbgitpuller_link(
+        "https://hub.example.org/", "https://github.com/u/minilucid", f"notebooks/{names[0]}"
+    )
+    url = urlparse(link)
+    assert url.path == "/hub/user-redirect/git-pull"
+    query = parse_qs(url.query)
+    assert query["repo"] == ["https://github.com/u/minilucid"]
+    assert query["urlpath"] == [f"lab/tree/minilucid/notebooks/{names[0]}"]
+    binder = urlparse(
+        hosting.binder_link("https://github.com/u/minilucid.git", "notebooks/x.ipynb")
+    )
+    assert binder.path == "/v2/gh/u/minilucid/main"
+    assert parse_qs(binder.query)["urlpath"] == ["lab/tree/notebooks/x.ipynb"]
