@@ -292,7 +292,8 @@ ENGINE_MUTANTS = {
     ],
     "no reflected operators": [
         (
-            "    __radd__ = __add__  # 2 + a: Python asks a.__radd__(2); addition does not mind the order\n    __rmul__ = __mul__\n",
+            "    __radd__ = __add__  # 2 + a: Python asks a.__radd__(2); addition does not "
+            "mind the order\n    __rmul__ = __mul__\n",
             "",
         )
     ],
