@@ -327,3 +327,15 @@ def test_step_through_frames_are_pictures_of_their_own():
     assert sorted(map(int, re.findall(r">step (\d+)<", player.frame(3).source))) == [1, 2, 3]
     with pytest.raises(IndexError, match="frames are 0..6"):
         player.frame(7)
+
+
+@needs_dot
+def test_a_picture_a_little_too_wide_shrinks_only_as_far_as_11_px_type():
+    slightly = draw_backward(wide()[0], rankdir="LR")  # about 1060 px at full size
+    natural, _ = svg_size(viz._picture._render(slightly.source, "svg").decode())
+    width, smallest = svg_size(slightly.svg())
+    assert natural > WIDEST and width <= WIDEST and smallest >= SMALLEST, (natural, width)
+    assert int.from_bytes(slightly.png()[16:20], "big") <= WIDEST
+    far = draw_graph(chain(12), rankdir="LR")  # thousands of px: shrinking would not do
+    width, smallest = svg_size(far.svg())
+    assert width > WIDEST and smallest >= SMALLEST
