@@ -97,13 +97,15 @@ class _BatchNorm(Module):
     """What BatchNorm1d and BatchNorm2d share; they differ only in the inputs they accept."""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
-                 affine: bool = True, track_running_stats: bool = True, dtype=None):  # fmt: skip
+                 affine: bool = True, bias: bool = True, track_running_stats: bool = True,
+                 dtype=None):  # fmt: skip
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         dtype = float32 if dtype is None else dtype
         self.weight = Parameter(np.ones(num_features, dtype=dtype)) if affine else None
-        self.bias = Parameter(np.zeros(num_features, dtype=dtype)) if affine else None
+        has_bias = affine and bias
+        self.bias = Parameter(np.zeros(num_features, dtype=dtype)) if has_bias else None
         if track_running_stats:
             self.register_buffer("running_mean", Tensor(np.zeros(num_features, dtype=dtype)))
             self.register_buffer("running_var", Tensor(np.ones(num_features, dtype=dtype)))
@@ -136,7 +138,8 @@ class _BatchNorm(Module):
     def extra_repr(self) -> str:
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
+            f"affine={self.affine}, bias={self.bias is not None}, "
+            f"track_running_stats={self.track_running_stats}"
         )
 
 
@@ -184,7 +187,8 @@ class LayerNorm(Module):
 
     def extra_repr(self) -> str:
         return (
-            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+            f"{self.normalized_shape}, eps={self.eps}, "
+            f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
         )
 
 
