@@ -54,7 +54,7 @@ HIDE_GLOBS := ['__pycache__', '*.pyc', '*.pyo', '.DS_Store', '*.so', '*.dylib', 
 	'exercises', 'solutions', '*.egg-info']
 lab: setup
 	@$(PY) -m minilucid_course.workspace prepare
-	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --ServerApp.default_url=/lab/tree/$(WELCOME) \
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/$(WELCOME) \
 		--ContentsManager.hide_globs="$(HIDE_GLOBS)" $(ALLOW_ROOT) $(LAB_ARGS)
 
 # JupyterLab for a teacher: solutions/ visible, nbgrader's formgrader and assignment tools on
@@ -63,7 +63,7 @@ NBGRADER_ON := {$(foreach x,formgrader validate_assignment assignment_list cours
 	'nbgrader.server_extensions.$(x)': True,)}
 teacher: setup
 	JUPYTER_CONFIG_PATH="$(CURDIR)/minilucid_course/teacher" $(BIN)/jupyter lab \
-		--ServerApp.root_dir="$(CURDIR)" --ServerApp.default_url=/lab/tree/docs/teaching.md \
+		--ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/docs/teaching.md \
 		--ServerApp.jpserver_extensions="$(NBGRADER_ON)" $(ALLOW_ROOT) $(LAB_ARGS)
 
 # A fresh copy of one chapter's exercises in work/; the old copy goes to work/backups/.

@@ -170,6 +170,17 @@ def plain_failures(autograded: Path) -> list[str]:
     return problems
 
 
+def values_as_grades(autograded: Path) -> list[str]:
+    """Check cells whose output nbgrader would read as a partial grade (a cell value)."""
+    nb = nbformat.read(str(autograded), as_version=4)
+    return [
+        _meta(cell)["grade_id"]
+        for cell in nb.cells
+        if _is_check(cell)
+        and any(o.get("output_type") == "execute_result" for o in cell.get("outputs", []))
+    ]
+
+
 def _table(points: dict[str, dict[str, float]], expected) -> str:
     ids = list(next(iter(expected.values())))
     width = max(len(i) for i in ids)
@@ -216,6 +227,8 @@ def test_nbgrader_grades_each_kind_of_hand_in(solution_path, tmp_path):
     rows = {r["student_id"]: r for r in csv.DictReader((course / "grades.csv").open())}
     assert float(rows["honest"]["score"]) == float(rows["honest"]["max_score"]) > 0
     assert float(rows["stub"]["score"]) == 0
+    honest = course / "autograded" / "honest" / assignment / name
+    assert not values_as_grades(honest), f"check cells with a value: {values_as_grades(honest)}"
     for kind in ("stub", "wrong", "redefined", "patched_engine", "patched_checks"):
         autograded = course / "autograded" / kind / assignment / name
         assert not plain_failures(autograded), "\n".join(plain_failures(autograded))

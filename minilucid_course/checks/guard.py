@@ -40,6 +40,7 @@ WATCHED = ("minilucid", "minilucid_course")  # packages recorded in full
 TOP_LEVEL_ONLY = ("numpy", "builtins")  # modules whose own names are recorded
 CHECK_MODULES = "minilucid_course.checks."
 BUILTIN_KINDS = (types.BuiltinFunctionType, type)
+PICTURE_REPRS = ("_repr_mimebundle_", "_repr_svg_", "_repr_png_", "_repr_html_")
 _MISSING = object()
 
 
@@ -254,7 +255,7 @@ def _make_guard(shell):
             if name.startswith("_") or getattr(module, name, None) is not value:
                 continue
             genuine[name] = value
-            bound[name] = guarded(name, value) if name.startswith("check_") else value
+            bound[name] = guarded(name, value) if name.startswith("check_") else helper(value)
             ns[name] = bound[name]
 
     def guarded(name: str, check):
@@ -283,6 +284,27 @@ def _make_guard(shell):
             return None
 
         return run_check
+
+    def helper(fn):
+        """A checker's helper (a picture of the learner's op, a graph to work on): its errors in
+        one line, and a picture it returns displayed rather than left as the cell's value."""
+        if not callable(fn) or isinstance(fn, type):
+            return fn
+
+        @functools.wraps(fn)
+        def run_helper(*args, **kwargs):
+            try:
+                result = _with_time_limit(TIME_LIMIT, lambda: fn(*args, **kwargs))
+            except KeyboardInterrupt:
+                raise
+            except BaseException as error:  # noqa: B036 - TimeLimit too
+                raise _plain_failure(error, TIME_LIMIT) from None
+            if any(hasattr(result, r) for r in PICTURE_REPRS):
+                show(result)
+                return None
+            return result
+
+        return run_helper
 
     def show(value) -> None:
         nonlocal display
