@@ -3,22 +3,27 @@
 from minilucid.nn import functional, init, utils
 from minilucid.nn.activation import Flatten, ReLU, Sigmoid, Tanh
 from minilucid.nn.container import Sequential
+from minilucid.nn.conv import Conv2d
 from minilucid.nn.dropout import Dropout
 from minilucid.nn.linear import Linear
 from minilucid.nn.loss import CrossEntropyLoss, MSELoss
 from minilucid.nn.module import Module
 from minilucid.nn.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
 from minilucid.nn.parameter import Parameter
+from minilucid.nn.pooling import AvgPool2d, MaxPool2d
 
 __all__ = [
+    "AvgPool2d",
     "BatchNorm1d",
     "BatchNorm2d",
+    "Conv2d",
     "CrossEntropyLoss",
     "Dropout",
     "Flatten",
     "LayerNorm",
     "Linear",
     "MSELoss",
+    "MaxPool2d",
     "Module",
     "Parameter",
     "ReLU",

@@ -4,17 +4,21 @@ import numpy as np
 
 from minilucid.nn.dropout import dropout
 from minilucid.nn.normalization import batch_norm, layer_norm
+from minilucid.ops.conv import avg_pool2d, conv2d, max_pool2d
 from minilucid.ops.softmax import CrossEntropy, LogSoftmax, Softmax
 from minilucid.ops.unary import relu, sigmoid, tanh
 from minilucid.tensor import Tensor
 
 __all__ = [
+    "avg_pool2d",
     "batch_norm",
+    "conv2d",
     "cross_entropy",
     "dropout",
     "layer_norm",
     "linear",
     "log_softmax",
+    "max_pool2d",
     "mse_loss",
     "relu",
     "sigmoid",
