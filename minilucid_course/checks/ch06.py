@@ -7,28 +7,16 @@ AssertionError with a plain-words message on the first problem, and prints one l
 import numpy as np
 
 import minilucid as ml
-from minilucid.grad_mode import GRAD_MODE
+from minilucid.grad_mode import is_grad_enabled, set_grad_enabled
 from minilucid.nn import functional as F
 from minilucid.tensor import Tensor
+from minilucid_course.checks.common import call
 
 
 def _show(x) -> str:
     """A short, deterministic, one-line text for an array or number."""
     text = np.array2string(np.asarray(x), precision=4, separator=", ", max_line_width=10**6)
     return " ".join(text.split())
-
-
-def _call(fn, *args, what: str):
-    """Run learner code; a NotImplementedError passes through, other errors become plain words."""
-    try:
-        with np.errstate(all="ignore"):
-            return fn(*args)
-    except (NotImplementedError, AssertionError):
-        raise
-    except Exception as error:
-        raise AssertionError(
-            f"{what} raised {type(error).__name__}: {str(error).strip()}"
-        ) from None
 
 
 def _op_name(t: Tensor) -> str:
@@ -57,10 +45,10 @@ def check_sgd_step(sgd_step) -> None:
     grads = [None if p.grad is None else p.grad.copy() for p in params]
     lr = 0.1
     try:
-        _call(sgd_step, params, lr, what="sgd_step(params, lr=0.1)")
+        call("sgd_step(params, lr=0.1)", sgd_step, params, lr)
     finally:
-        recording = GRAD_MODE.enabled
-        GRAD_MODE.enabled = True  # whatever happened, later cells must record again
+        recording = is_grad_enabled()
+        set_grad_enabled(True)  # whatever happened, later cells must record again
     if not recording:
         raise AssertionError(
             "after sgd_step, gradient recording is still switched off, so no later forward pass "
@@ -137,7 +125,7 @@ def _fit_a_line(sgd_step) -> tuple:
         loss = F.mse_loss(w * x + b, y)
         loss.backward()
         losses.append(loss.item())
-        _call(sgd_step, [w, b], 0.3, what="sgd_step in a training loop")
+        call("sgd_step in a training loop", sgd_step, [w, b], 0.3)
     if not losses[-1] < 0.05:
         raise AssertionError(
             f"in a training loop of 30 steps (lr 0.3) on points near y = 2x + 1, the loss went "
@@ -174,7 +162,7 @@ _CLIP_CASES = (
 def check_clip_hook(clip_hook) -> None:
     """clip_hook(max_norm) returns hook(grad): grad scaled to norm max_norm when longer."""
     for description, g, max_norm, expected in _CLIP_CASES:
-        hook = _call(clip_hook, max_norm, what=f"clip_hook({max_norm})")
+        hook = call(f"clip_hook({max_norm})", clip_hook, max_norm)
         if not callable(hook):
             raise AssertionError(
                 f"clip_hook({max_norm}) returned {type(hook).__name__}; it should return a "
@@ -182,7 +170,7 @@ def check_clip_hook(clip_hook) -> None:
             )
         given = g.copy()
         what = f"clip_hook({max_norm}) on {description} {_show(g)}"
-        out = _call(hook, given, what=what)
+        out = call(what, hook, given)
         if not np.array_equal(given, g):
             raise AssertionError(
                 f"{what} changed the array it was given in place (it is now {_show(given)}). "
@@ -252,7 +240,7 @@ def check_stop_gradient(stop_gradient) -> None:
     """stop_gradient(x): same numbers, a constant for backward; x itself untouched."""
     x = Tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
     what = f"stop_gradient(x) with x = {_show(x.data)} (a leaf that requires grad)"
-    s = _call(stop_gradient, x, what=what)
+    s = call(what, stop_gradient, x)
     if not x.requires_grad:
         raise AssertionError(
             f"{what} switched off x.requires_grad: that freezes x itself, for every other use "
@@ -262,13 +250,13 @@ def check_stop_gradient(stop_gradient) -> None:
 
     h = x * 2.0
     what = "stop_gradient(h) with h = x * 2 (computed by an op, so not a leaf)"
-    s = _call(stop_gradient, h, what=what)
+    s = call(what, stop_gradient, h)
     _same_numbers_no_grad(s, h, what)
 
     # in an expression: y = sum(x * stop_gradient(x)) has dy/dx = x, not 2 x
     x = Tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
-    y = (x * _call(stop_gradient, x, what="stop_gradient(x)")).sum()
-    _call(y.backward, what="backward of sum(x * stop_gradient(x))")
+    y = (x * call("stop_gradient(x)", stop_gradient, x)).sum()
+    call("backward of sum(x * stop_gradient(x))", y.backward)
     if not np.allclose(x.grad, x.data):
         raise AssertionError(
             f"for y = sum(x * stop_gradient(x)) with x = {_show(x.data)}, dy/dx should be x "
@@ -333,7 +321,7 @@ def _reference_fit(steps: int, lr: float) -> tuple:
 def check_train(train) -> None:
     """train(steps, lr) -> (w, b, losses) must match a loop that zeroes gradients every step."""
     steps, lr = 40, 0.1
-    result = _call(train, steps, lr, what=f"train(steps={steps}, lr={lr})")
+    result = call(f"train(steps={steps}, lr={lr})", train, steps, lr)
     try:
         w, b, losses = result
         w, b = float(w), float(b)
