@@ -8,13 +8,13 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks import deep, matmul, mlp, report, tiny, training
+from benchmarks import conv, deep, matmul, mlp, report, tiny, training
 from benchmarks.machine import describe, pin_torch_threads, torch
 from benchmarks.report import Row
 from benchmarks.timing import CLOCKS, interleave, phased, use_clock
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
-BENCHMARKS = ("mlp", "training", "tiny", "deep", "matmul")
+BENCHMARKS = ("mlp", "training", "tiny", "deep", "matmul", "conv")
 
 FULL = {
     "repeats": 15,
@@ -39,6 +39,7 @@ TARGETS = {  # minilucid's ratio to NumPy by hand, or an absolute figure
     "deep_us": 5.0,
     "deep_kb": 0.5,
     "matmul": 1.05,
+    "conv": 1.3,
     "backward_forward": 3.0,
 }
 
@@ -76,6 +77,10 @@ NOTES = """\
   else (no op contexts, broadcasting, dtypes, hooks, grad mode or checks; four ops). It shows
   what recording a graph in Python costs at all, apart from what being a library adds.
 - Matmul chain: `sum(X @ W1 @ W2 @ W3 @ W4)`, square float32 matrices, forward and backward.
+- Conv2d layer: `conv2d(x, W, b, padding=1)` forward, then backward from a fixed upstream
+  gradient to x, W and b, float32. The hand-written version is im2col + matmul in the layout
+  minilucid uses too, (N, C*kh*kw, Ho*Wo), so that W @ buffer is the output in place and no
+  gradient needs a transpose; the buffer's size is stated beside it.
 - The hand-written NumPy versions are written as a careful person writes them: the same
   ufunc and BLAS calls an engine needs, in-place where it is natural, no copies.
 """
@@ -310,6 +315,42 @@ def run_matmul(settings: dict) -> tuple[list[Row], list[Row]]:
     return summary, details
 
 
+def run_conv(settings: dict) -> tuple[list[Row], list[Row]]:
+    models = conv.engines()
+    conv.check_gradients(models)
+    log("conv2d layer: outputs and gradients agree; timing ")
+    cases = {n: phased(m.forward, m.backward) for n, m in models.items()}
+    result = interleave(cases, settings["repeats"], settings["block"], log)
+    log("\n")
+    names = result.engines
+    ratio = result.ratio("minilucid", "numpy")
+    summary = [
+        Row(
+            conv.TITLE,
+            "ms",
+            {e: result.median(e) * 1e3 for e in names},
+            {e: result.ratio(e, "numpy") for e in names if e != "numpy"},
+            f"<= {TARGETS['conv']}x",
+            ratio <= TARGETS["conv"],
+        ),
+        Row(
+            "Conv2d layer: the im2col buffer (N x C*kh*kw x Ho*Wo, float32)",
+            "kB",
+            {e: conv.buffer_bytes() / 1e3 for e in ("numpy", "minilucid")},
+        ),
+    ]
+    details = [
+        Row(
+            f"Conv2d layer: {phase}",
+            "ms",
+            {e: result.median(e, phase) * 1e3 for e in names},
+            {e: result.ratio(e, "numpy", phase) for e in names if e != "numpy"},
+        )
+        for phase in ("forward", "backward")
+    ]
+    return summary, details
+
+
 def check_all(engines: list[str]) -> None:
     """Every gradient check of every benchmark, without timing (a few seconds)."""
     for config in mlp.CONFIGS.values():
@@ -318,9 +359,10 @@ def check_all(engines: list[str]) -> None:
     tiny.check_gradients(tiny.engines())
     deep.check_gradients(engines)
     matmul.check_gradients(matmul.engines(QUICK["matmul_size"]))
+    conv.check_gradients(conv.engines())
     print(
         f"gradients agree: {', '.join(engines)} (MLP x 2, training epoch, tiny ops, "
-        "deep chain, matmul chain)"
+        "deep chain, matmul chain, conv2d layer)"
     )
 
 
@@ -367,6 +409,7 @@ def main(argv=None) -> int:
         "tiny": lambda: run_tiny(settings),
         "deep": lambda: run_deep(settings, engines),
         "matmul": lambda: run_matmul(settings),
+        "conv": lambda: run_conv(settings),
     }
     for name in BENCHMARKS:
         if name in chosen:
