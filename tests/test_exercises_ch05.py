@@ -210,9 +210,11 @@ def test_ex1_rejects_flipped_sign():
 
 def test_ex1_picture_lights_up_a_wrong_backward():
     wrong = _sigmoid_with((_BACKWARD, "return grad * out * (1 + out)"))
+    from minilucid_course.checks.ch05 import your_sigmoid_picture
+
     namespace = run_check(NB, EX1[0])
     exec(compile(wrong, "<wrong answer>", "exec"), namespace)
-    picture = namespace["your_sigmoid_picture"](namespace["MySigmoid"])
+    picture = your_sigmoid_picture(namespace["MySigmoid"])
     listing = repr(picture)
     assert "MySigmoid(t1)  -- bad" in listing, listing
 

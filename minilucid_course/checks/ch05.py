@@ -150,9 +150,25 @@ def _gradient_shape(name: str, data, got) -> None:
         )
 
 
+def _display_now(picture) -> None:
+    """Show a picture at once in a notebook (so it stays when the check then fails)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        return
+    if get_ipython() is not None:
+        display(picture)
+
+
 def check_sigmoid(sigmoid_op) -> None:
-    """Forward and backward of the learner's sigmoid, in float64 and at float32's extremes."""
+    """Forward and backward of the learner's sigmoid, in float64 and at float32's extremes.
+
+    First shows draw_gradcheck of an expression built with the learner's op: green where its
+    backward agrees with central differences, red where it does not.
+    """
     name = sigmoid_op.__name__
+    _display_now(your_sigmoid_picture(sigmoid_op))
     cases = [(d, f"input {_show(d)}") for d in _SIGMOID_INPUTS]
     cases.append(
         (_SIGMOID_EXTREMES.astype(np.float32), f"float32 input {_show(_SIGMOID_EXTREMES)}")
@@ -225,7 +241,8 @@ def your_sigmoid_picture(sigmoid_op):
     def expression(x, w):
         return (sigmoid_op.apply(x @ w) * x).sum()
 
-    return viz.draw_gradcheck(expression, (x, w))
+    what = f"drawing gradcheck of sum(sigmoid(x @ w) * x) with your {sigmoid_op.__name__}"
+    return call(what, viz.draw_gradcheck, expression, (x, w))
 
 
 # --------------------------------------------------------------------------------------------
