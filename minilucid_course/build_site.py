@@ -32,9 +32,10 @@ NOTEBOOKS = ROOT / "notebooks"
 EXERCISES = ROOT / "exercises"
 SITE = ROOT / "site"
 
-# href="NN_topic.ipynb", "../exercises/NN_topic.ipynb", "../notebooks/NN_topic.ipynb#anchor"
+# href="NN_topic.ipynb", "../exercises/NN_topic.ipynb", "../work/NN_topic.ipynb" (a learner's
+# working copy), "../notebooks/NN_topic.ipynb#anchor"
 NOTEBOOK_LINK = re.compile(
-    r'href="(?:\.\./)?(?:(notebooks|exercises)/)?([^":/?#]+)\.ipynb(#[^"]*)?"'
+    r'href="(?:\.\./)?(?:(notebooks|exercises|work)/)?([^":/?#]+)\.ipynb(#[^"]*)?"'
 )
 
 # The fonts jupyter-server-mathjax ships are STIX-Web only; MathJax's default TeX fonts are not
@@ -220,6 +221,7 @@ def _export(path: Path, target: Path, up: str, kind: str, pages: dict, pager: st
     def link(match: re.Match) -> str:
         folder, stem, anchor = match[1], match[2], match[3] or ""
         folder = folder or kind  # a bare "X.ipynb" lives next to the page's notebook
+        folder = "exercises" if folder == "work" else folder  # a learner's copy of an exercise
         if stem not in pages.get(folder, ()):
             return match[0]  # not part of the site: leave it as it is
         page = f"{stem}.html" if folder == "notebooks" else f"exercises/{stem}.html"
