@@ -84,3 +84,26 @@ def test_lab_url_opens_chapter_00_without_teacher_tools_or_solutions(lab):
     assert {"notebooks", "work"} <= names
     assert not {"solutions", "exercises"} & names
     assert any((ROOT / "work").glob("*.ipynb"))
+
+
+def test_nbgrader_lab_extension_is_off_for_learners_and_on_for_teachers():
+    jupyter = ROOT / ".venv" / "bin" / "jupyter"
+    if not jupyter.exists():
+        pytest.skip("no .venv (make setup)")
+
+    def status(extra_env: dict) -> str:
+        out = subprocess.run(
+            [str(jupyter), "labextension", "list"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, **extra_env},
+        )
+        lines = [line for line in (out.stdout + out.stderr).splitlines() if "nbgrader v" in line]
+        if not lines:
+            pytest.skip("nbgrader's JupyterLab extension is not installed")
+        return lines[0]
+
+    assert "disabled" in status({})
+    teacher = {"JUPYTER_CONFIG_PATH": str(ROOT / "minilucid_course" / "teacher")}
+    assert "enabled" in status(teacher)
