@@ -11,10 +11,10 @@ Tensors themselves are the keys of `visited` and `grads`: a tensor hashes by ide
 
 import numpy as np
 
-from minilucid.grad_mode import VERSIONS
-from minilucid.ops.broadcast import sum_to_shape
+from minilucid.grad_mode import VERSIONS, enable_grad
+from minilucid.ops.broadcast import sum_to, sum_to_shape
 from minilucid.ops.inplace import check_saved
-from minilucid.tensor import Tensor, _plain
+from minilucid.tensor import Tensor, _plain, _type_name
 
 ndarray = np.ndarray
 
@@ -60,7 +60,8 @@ def topological_order(root: Tensor) -> list:
 def backward(
     root: Tensor,
     gradient=None,
-    retain_graph: bool = False,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
     *,
     inputs=None,
     trace=None,
@@ -69,6 +70,9 @@ def backward(
     """Accumulate d(root)/d(leaf) into every leaf's .grad (or return it for `inputs`).
 
     `sort` is the function that orders the graph (chapter 03 lets you plug in your own).
+    `create_graph=True` runs every backward on tensors (chapter 12): the gradients are then
+    tensors with a graph of their own, which can be differentiated again; the forward graph is
+    kept unless retain_graph=False.
     `trace`, when a list, receives one record per step in the order the sweep takes them:
     (tensor, grad, [(parent, grad sent to it, shape before broadcasting was summed away), ...]),
     one entry per parent; what a constant is sent is recorded as the op returned it.
@@ -78,7 +82,12 @@ def backward(
             "backward: this tensor does not require grad and has no graph behind it. "
             "Create its inputs with requires_grad=True."
         )
-    grads = {root: _seed(root, gradient)}  # tensor -> the sum of the gradients sent to it so far
+    seed = _seed(root, gradient)
+    if create_graph:
+        seed = gradient if isinstance(gradient, Tensor) else Tensor(seed)
+    if retain_graph is None:
+        retain_graph = create_graph
+    grads = {root: seed}  # tensor -> the sum of the gradients sent to it so far
     order = sort(root)
     wanted = None if inputs is None else {id(t): t for t in inputs}
     found = {}
@@ -90,21 +99,23 @@ def backward(
         if node._hooks is not None:
             for hook in node._hooks:
                 new = hook(grad)
-                grad = grad if new is None else _plain(new)
+                if new is not None:
+                    grad = _as_graph(new) if create_graph else _plain(new)
         ctx = node._ctx
         if wanted is not None:
             if id(node) in wanted:
                 found[id(node)] = grad
         elif ctx is None or node._retains_grad:
             # a fresh array: the one arriving may also have been sent to another tensor
-            node.grad = grad.copy() if node.grad is None else node.grad + grad
+            g = grad.data if create_graph else grad  # .grad stays an array; ml.grad gives tensors
+            node.grad = g.copy() if node.grad is None else node.grad + g
         if ctx is None:
             if trace is not None:
                 trace.append((node, grad, []))
             continue
         if ctx.version != now:
             check_saved(ctx)
-        sent = ctx.backward(ctx, grad)
+        sent = _on_tensors(ctx, node, grad) if create_graph else ctx.backward(ctx, grad)
         if type(sent) is not tuple:
             sent = (sent,)
         parents = ctx.parents
@@ -118,6 +129,13 @@ def backward(
                     record.append((parent, g, None))
                 continue
             data = parent.data
+            if create_graph:
+                g = _graph_gradient(g, data, ctx)
+                previous = grads.get(parent)
+                grads[parent] = g if previous is None else previous + g
+                if record is not None:
+                    record.append((parent, g, None))
+                continue
             summed_from = None  # the op's gradient shape, if broadcasting had to be summed away
             # most gradients fit already; `is` spares the slower dtype comparison
             if type(g) is not ndarray or g.shape != data.shape or g.dtype is not data.dtype:
@@ -171,17 +189,85 @@ def _conform(g, data: np.ndarray, op: str) -> np.ndarray:
     return g
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph: bool = False) -> tuple:
-    """d(outputs)/d(inputs) returned as a tuple of arrays; no .grad is touched."""
+def grad(
+    outputs,
+    inputs,
+    grad_outputs=None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    *,
+    allow_unused: bool = False,
+) -> tuple:
+    """d(outputs)/d(inputs) returned as a tuple (one per input); no .grad is touched.
+
+    The gradients are arrays; with create_graph=True they are tensors with a graph of their
+    own (chapter 12), so grad can be applied to them again: second, third ... derivatives.
+    An input that the output does not depend on is an error, or gets None with allow_unused.
+    """
     single = isinstance(inputs, Tensor)
     inputs = (inputs,) if single else tuple(inputs)
     for t in inputs:
         if not t.requires_grad:
             raise RuntimeError("grad: every input must require grad")
-    found = backward(outputs, grad_outputs, retain_graph, inputs=inputs)
+    found = backward(outputs, grad_outputs, retain_graph, create_graph, inputs=inputs)
     for t, g in zip(inputs, found, strict=True):
-        if g is None:
+        if g is None and not allow_unused:
             raise RuntimeError(
-                f"grad: an input of shape {t.shape} is not part of the output's graph"
+                f"grad: an input of shape {t.shape} is not part of the output's graph: the "
+                "output does not depend on it (pass allow_unused=True to get None for it)"
             )
     return found
+
+
+# --- gradients of gradients (chapter 12) ----------------------------------------------------
+
+
+def _on_tensors(ctx, node: Tensor, grad: Tensor):
+    """ctx.backward run on tensors, recording a graph: `grad` is a tensor, and every saved array
+    that is an input's data or the output's data is handed over as that tensor.
+
+    Other saved arrays (masks such as relu's `a > 0`) stay constants: their derivative is zero
+    wherever it exists. An op that saves a value computed from its input in another way must
+    recompute it from the input tensors when `grad` is a tensor (see CrossEntropy).
+    """
+    saved = getattr(ctx, "saved_tensors", None)
+    if saved:
+        own = {id(node.data): node}
+        for p in ctx.parents:
+            if isinstance(p, Tensor):
+                own[id(p.data)] = p
+        ctx.saved_tensors = tuple(own.get(id(s), s) for s in saved)
+    try:
+        with enable_grad():
+            return ctx.backward(ctx, grad)
+    except TypeError as error:  # typically a NumPy function handed a tensor
+        name = type(ctx).__name__
+        raise TypeError(
+            f"create_graph: {name}.backward failed on tensors ({error}). Under create_graph its "
+            "gradient and saved inputs are tensors; write its backward with operations that work "
+            "on tensors as well as arrays (operators, methods, minilucid.ops.alike), or "
+            "differentiate it once only (create_graph=False)."
+        ) from error
+    finally:
+        if saved:
+            ctx.saved_tensors = saved
+
+
+def _graph_gradient(g, data: np.ndarray, ctx) -> Tensor:
+    """An op's gradient under create_graph: it must be a tensor, summed to its input's shape."""
+    if not isinstance(g, Tensor):
+        name = type(ctx).__name__
+        raise RuntimeError(
+            f"create_graph: {name}.backward returned a {_type_name(g)}, not a tensor, so the "
+            f"gradient through {name} would have no graph and its second derivative would be "
+            "silently wrong. Write its backward with operations that work on tensors as well as "
+            "arrays (operators, methods, or the ops of minilucid.ops), or differentiate it once "
+            "only (create_graph=False)."
+        )
+    if g.shape != data.shape:
+        g = sum_to(g, data.shape, type(ctx).__name__)
+    return g
+
+
+def _as_graph(x) -> Tensor:
+    return x if isinstance(x, Tensor) else Tensor(x)

@@ -70,7 +70,7 @@ class Function:
         except ValueError as error:
             raise _explain(cls, arrays, error) from None
         if type(data) is not ndarray:  # NumPy turns 0-d results into scalars
-            data = np.asarray(data)
+            data = _zero_d(ctx, data)
         out = Tensor.__new__(Tensor)
         out.data = data
         out.grad = None
@@ -88,6 +88,16 @@ class Function:
             out._ctx = None
             out._requires_grad = False
         return out
+
+
+def _zero_d(ctx, scalar) -> ndarray:
+    """A 0-d result as an array; if forward saved it, the saved value becomes that array too
+    (create_graph recognises a saved output by identity)."""
+    data = np.asarray(scalar)
+    saved = getattr(ctx, "saved_tensors", None)
+    if saved and any(s is scalar for s in saved):
+        ctx.saved_tensors = tuple(data if s is scalar else s for s in saved)
+    return data
 
 
 PLAIN = (ndarray, np.generic, int, float, tuple)  # what ops take besides tensors and lists

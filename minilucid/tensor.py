@@ -182,8 +182,10 @@ class Tensor:
 
     # --- chapter 03: reverse mode -----------------------------------------------------------
 
-    def backward(self, gradient=None, retain_graph: bool = False) -> None:
-        backward(self, gradient, retain_graph)
+    def backward(
+        self, gradient=None, retain_graph: bool | None = None, create_graph: bool = False
+    ) -> None:
+        backward(self, gradient, retain_graph, create_graph)
 
     # --- chapter 04: shapes -----------------------------------------------------------------
 

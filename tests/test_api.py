@@ -42,10 +42,16 @@ def test_signatures_are_pytorchs():
         return list(inspect.signature(fn).parameters)
 
     assert params(ml.Tensor.__init__) == ["self", "data", "requires_grad", "dtype", "name"]
-    assert params(ml.Tensor.backward) == ["self", "gradient", "retain_graph"]
+    assert params(ml.Tensor.backward) == ["self", "gradient", "retain_graph", "create_graph"]
     assert params(ml.Tensor.sum)[:3] == ["self", "dim", "keepdim"]
     assert params(ml.Tensor.clamp) == ["self", "min", "max"]
-    assert params(ml.grad)[:4] == ["outputs", "inputs", "grad_outputs", "retain_graph"]
+    assert params(ml.grad)[:5] == [
+        "outputs",
+        "inputs",
+        "grad_outputs",
+        "retain_graph",
+        "create_graph",
+    ]
     assert params(ml.where) == ["condition", "input", "other"]
     assert params(ml.cat) == ["tensors", "dim"] and params(ml.stack) == ["tensors", "dim"]
 

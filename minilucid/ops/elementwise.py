@@ -7,6 +7,7 @@ Broadcasting is undone by the engine, so these work on the broadcast shape.
 import numpy as np
 
 from minilucid.function import Function
+from minilucid.ops.alike import log, plain, where
 
 
 class Add(Function):
@@ -101,14 +102,16 @@ class Pow(Function):
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        if np.ndim(b) == 0:  # the usual x ** 2, x ** 0.5, ...
-            grad_a = grad * b * a ** (b - 1) if b != 0 else np.zeros_like(grad)
+        # under create_graph a and b may be tensors: masks are computed from their arrays
+        a_, b_ = plain(a), plain(b)
+        if np.ndim(b_) == 0:  # the usual x ** 2, x ** 0.5, ...
+            grad_a = grad * b * a ** (b - 1) if b_ != 0 else grad * 0
         else:
             with np.errstate(divide="ignore", invalid="ignore"):
-                grad_a = np.where(b == 0, 0, grad * b * a ** (b - 1))
+                grad_a = where(b_ == 0, 0, grad * b * a ** (b - 1))
         if not ctx.needs_input_grad[1]:
             return grad_a, None
         with np.errstate(divide="ignore", invalid="ignore"):
             # defined for a > 0 as in calculus; at a = 0 (b >= 0) the limit from the right, 0
-            grad_b = np.where((a == 0) & (b >= 0), 0, grad * a**b * np.log(a))
+            grad_b = where((a_ == 0) & (b_ >= 0), 0, grad * a**b * log(a))
         return grad_a, grad_b

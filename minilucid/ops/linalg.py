@@ -44,16 +44,21 @@ class MatMul(Function):
         a2 = a[None, :] if a.ndim == 1 else a
         b2 = b[:, None] if b.ndim == 1 else b
         if b.ndim == 1:  # first: with two 1-D operands the gradient is 0-d
-            grad = np.expand_dims(grad, -1)
+            grad = grad[..., None]
         if a.ndim == 1:
-            grad = np.expand_dims(grad, -2)
+            grad = grad[..., None, :]
         grad_a = grad_b = None
         if need_a:
-            grad_a = grad @ np.swapaxes(b2, -1, -2)
+            grad_a = grad @ _swap_last(b2)
             if a.ndim == 1:
                 grad_a = grad_a[..., 0, :]
         if need_b:
-            grad_b = np.swapaxes(a2, -1, -2) @ grad
+            grad_b = _swap_last(a2) @ grad
             if b.ndim == 1:
                 grad_b = grad_b[..., 0]
         return grad_a, grad_b
+
+
+def _swap_last(x):
+    """x with its last two dimensions swapped: an array, or a tensor under create_graph."""
+    return np.swapaxes(x, -1, -2) if type(x) is np.ndarray else x.transpose(-1, -2)

@@ -7,6 +7,7 @@ every number that took part.
 import numpy as np
 
 from minilucid.function import Function
+from minilucid.ops.broadcast import expand_to
 from minilucid.ops.shape import _axis
 
 
@@ -24,7 +25,7 @@ class Sum(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return np.broadcast_to(_restore(grad, ctx), ctx.in_shape)
+        return expand_to(_restore(grad, ctx), ctx.in_shape)
 
 
 class Mean(Function):
@@ -42,11 +43,11 @@ class Mean(Function):
     @staticmethod
     def backward(ctx, grad):
         count = np.prod([ctx.in_shape[i] for i in ctx.axes], dtype=np.int64)
-        if grad.dtype.itemsize < 4:  # float16 ends at 65504: divide by the count in float32
-            share = (_restore(grad, ctx).astype(np.float32) / count).astype(grad.dtype)
+        if grad.dtype.itemsize < 4 and type(grad) is np.ndarray:  # float16 ends at 65504:
+            share = (_restore(grad, ctx).astype(np.float32) / count).astype(grad.dtype)  # in f32
         else:
             share = _restore(grad, ctx) / grad.dtype.type(count)
-        return np.broadcast_to(share, ctx.in_shape)
+        return expand_to(share, ctx.in_shape)
 
 
 class Max(Function):
@@ -92,8 +93,15 @@ def _axes(dim, ndim: int, op: str) -> tuple:
 
 
 def _restore(grad, ctx):
-    """Put back, as size 1, the dimensions the reduction removed."""
-    return grad if ctx.keepdim else np.expand_dims(grad, ctx.axes)
+    """Put back, as size 1, the dimensions the reduction removed (on arrays and tensors)."""
+    if ctx.keepdim:
+        return grad
+    if type(grad) is np.ndarray:
+        return np.expand_dims(grad, ctx.axes)
+    shape = list(grad.shape)
+    for axis in ctx.axes:  # sorted, so each insert lands where the dimension was
+        shape.insert(axis, 1)
+    return grad.reshape(tuple(shape))
 
 
 def _extreme(ctx, a, dim, keepdim, reduce, op: str):
@@ -111,4 +119,6 @@ def _extreme(ctx, a, dim, keepdim, reduce, op: str):
 def _to_extremes(ctx, grad):
     (hits,) = ctx.saved_tensors
     share = hits / hits.sum(axis=ctx.axes, keepdims=True)
+    if type(grad) is not np.ndarray:  # a tensor under create_graph; `share` is a constant
+        return _restore(grad, ctx) * share.astype(grad.dtype)
     return (_restore(grad, ctx) * share).astype(grad.dtype, copy=False)

@@ -48,7 +48,10 @@ class Permute(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.transpose(np.argsort([d % grad.ndim for d in ctx.dims]))
+        inverse = tuple(np.argsort([d % grad.ndim for d in ctx.dims]).tolist())
+        if type(grad) is np.ndarray:
+            return grad.transpose(inverse)
+        return Permute.apply(grad, dims=inverse)  # a tensor under create_graph
 
 
 class GetItem(Function):
@@ -68,12 +71,30 @@ class GetItem(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        out = np.zeros(ctx.in_shape, dtype=grad.dtype)
-        if _is_basic(ctx.index):
-            out[ctx.index] = grad  # basic indexing never repeats an element
+        if type(grad) is np.ndarray:
+            return IndexAdd.forward(ctx, grad, ctx.index, ctx.in_shape)
+        return IndexAdd.apply(grad, index=ctx.index, shape=ctx.in_shape)
+
+
+class IndexAdd(Function):
+    """z = zeros of `shape` with a added at index (repeats accumulate);  dz/da = z's gradient
+    at index (GetItem): the two are an adjoint pair, each the other's backward"""
+
+    __slots__ = ("index",)
+
+    @staticmethod
+    def forward(ctx, a, index, shape):
+        ctx.index = index
+        out = np.zeros(shape, dtype=a.dtype)
+        if _is_basic(index):
+            out[index] = a  # basic indexing never repeats an element
         else:
-            np.add.at(out, ctx.index, grad)  # `out[i] += g` would drop repeated indices
+            np.add.at(out, index, a)  # `out[i] += g` would drop repeated indices
         return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad[ctx.index]  # GetItem on a tensor
 
 
 class Cat(Function):
@@ -90,7 +111,14 @@ class Cat(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return tuple(np.split(grad, np.cumsum(ctx.sizes)[:-1], axis=ctx.dim))
+        if type(grad) is np.ndarray:
+            return tuple(np.split(grad, np.cumsum(ctx.sizes)[:-1], axis=ctx.dim))
+        before, start = (slice(None),) * (ctx.dim % grad.ndim), 0
+        pieces = []
+        for size in ctx.sizes:  # on a tensor: one GetItem per input
+            pieces.append(grad[(*before, slice(start, start + size))])
+            start += size
+        return tuple(pieces)
 
 
 class Stack(Function):
@@ -109,7 +137,10 @@ class Stack(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return tuple(np.moveaxis(grad, ctx.dim, 0))
+        if type(grad) is np.ndarray:
+            return tuple(np.moveaxis(grad, ctx.dim, 0))
+        before = (slice(None),) * ctx.dim  # on a tensor: one GetItem per input
+        return tuple(grad[(*before, i)] for i in range(grad.shape[ctx.dim]))
 
 
 class Where(Function):
@@ -127,7 +158,9 @@ class Where(Function):
     def backward(ctx, grad):
         (cond,) = ctx.saved_tensors
         zero = np.zeros((), dtype=grad.dtype)
-        return None, np.where(cond, grad, zero), np.where(cond, zero, grad)
+        if type(grad) is np.ndarray:
+            return None, np.where(cond, grad, zero), np.where(cond, zero, grad)
+        return None, Where.apply(cond, grad, zero), Where.apply(cond, zero, grad)
 
 
 def cat(tensors, dim: int = 0):

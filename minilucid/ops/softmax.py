@@ -3,6 +3,7 @@
 import numpy as np
 
 from minilucid.function import Function
+from minilucid.ops.alike import exp, sum_kept
 from minilucid.ops.shape import _axis
 
 
@@ -22,7 +23,7 @@ class Softmax(Function):
     @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
-        return out * (grad - (grad * out).sum(axis=ctx.dim, keepdims=True))
+        return out * (grad - sum_kept(grad * out, ctx.dim))
 
 
 class LogSoftmax(Function):
@@ -40,7 +41,7 @@ class LogSoftmax(Function):
     @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
-        return grad - np.exp(out) * grad.sum(axis=ctx.dim, keepdims=True)
+        return grad - exp(out) * sum_kept(grad, ctx.dim)
 
 
 class CrossEntropy(Function):
@@ -53,16 +54,21 @@ class CrossEntropy(Function):
         _check_targets(logits, targets)
         log_probs = logits - logsumexp(logits, 1)
         rows = np.arange(len(targets))
-        ctx.save_for_backward(log_probs)
+        ctx.save_for_backward(log_probs, logits)
         ctx.targets = targets
         return -log_probs[rows, targets].mean()
 
     @staticmethod
     def backward(ctx, grad):
-        (log_probs,) = ctx.saved_tensors
+        log_probs, logits = ctx.saved_tensors
+        rows, n = np.arange(len(ctx.targets)), len(ctx.targets)
+        if type(grad) is not np.ndarray:  # create_graph: log_probs recomputed from the logits
+            onehot = np.zeros(logits.shape, dtype=logits.dtype)
+            onehot[rows, ctx.targets] = 1
+            return (LogSoftmax.apply(logits, dim=1).exp() - onehot) * (grad / n), None
         d_logits = np.exp(log_probs)
-        d_logits[np.arange(len(ctx.targets)), ctx.targets] -= 1
-        return d_logits * (grad / len(ctx.targets)), None
+        d_logits[rows, ctx.targets] -= 1
+        return d_logits * (grad / n), None
 
 
 def logsumexp(a: np.ndarray, dim: int) -> np.ndarray:

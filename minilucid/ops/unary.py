@@ -3,6 +3,7 @@
 import numpy as np
 
 from minilucid.function import Function
+from minilucid.tensor import Tensor
 
 
 class Exp(Function):
@@ -70,7 +71,7 @@ class Abs(Function):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return grad * np.sign(a)
+        return grad * np.sign(a.data if isinstance(a, Tensor) else a)  # a constant mask
 
 
 class Clamp(Function):
