@@ -54,9 +54,8 @@ def _field(text: str, label: str) -> str:
 
 
 def _objectives(text: str) -> list[str]:
-    found = re.search(
-        r"\*\*You will learn(?: to)?:?\*\*:?\s*\n((?:\s*[-*] .*\n?(?:  +\S.*\n?)*)+)", text
-    )
+    lead = r"(?:\*\*You will learn(?: to)?:?\*\*:?|By the end of the chapter you will have:?)"
+    found = re.search(lead + r"\s*\n((?:\s*[-*] .*\n?(?:  +\S.*\n?)*)+)", text)
     if found:
         items = re.split(r"\n\s*[-*] ", "\n" + found.group(1).strip())
         return [" ".join(i.split()) for i in items if i.strip()]
