@@ -408,27 +408,39 @@ def trust(paths: list[Path], data_dir: Path) -> None:
         notary.sign(nbformat.read(path, as_version=4))
 
 
-def measure(browser, url: str, path: str) -> dict:
+def lab_page(browser, url: str):
+    """One JupyterLab page, its file browser open, where the notebooks are opened in turn."""
+    page = browser.new_page(viewport=WINDOW)
+    page.goto(f"{url}/lab/workspaces/measure?reset&token={TOKEN}")
+    page.wait_for_function("window.jupyterapp !== undefined", timeout=30000)
+    page.evaluate("() => window.jupyterapp.restored")
+    return page
+
+
+def measure(page, path: str) -> dict:
     """Every picture the notebook shows, per theme: its width, the part visible, its smallest
     type in px (as displayed), its background."""
-    page = open_notebook(browser, url, path)
+    page.evaluate(
+        """async path => {
+            await window.jupyterapp.commands.execute('application:close-all');
+            await window.jupyterapp.commands.execute('docmanager:open', {path});
+        }""",
+        path,
+    )
+    shown = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output img"
+    page.locator(shown).first.wait_for(timeout=30000)
     measured = {}
-    try:
-        page.wait_for_function("window.jupyterapp !== undefined", timeout=20000)
-        page.locator(".jp-OutputArea-output img").first.wait_for(timeout=20000)
-        for theme in THEMES:
-            page.evaluate(
-                "theme => window.jupyterapp.commands.execute('apputils:change-theme', {theme})",
-                theme,
-            )
-            page.wait_for_function(
-                "theme => document.body.dataset.jpThemeName === theme", arg=theme, timeout=20000
-            )
-            page.wait_for_timeout(300)  # the theme's style sheet settles
-            measured[theme] = page.evaluate(SIZES)
-        return measured
-    finally:
-        page.close()
+    for theme in THEMES:
+        page.evaluate(
+            "theme => window.jupyterapp.commands.execute('apputils:change-theme', {theme})",
+            theme,
+        )
+        page.wait_for_function(
+            "theme => document.body.dataset.jpThemeName === theme", arg=theme, timeout=20000
+        )
+        page.wait_for_timeout(300)  # the theme's style sheet settles
+        measured[theme] = page.evaluate(SIZES)
+    return measured
 
 
 def problems(pictures: list[dict]) -> list[str]:
@@ -444,7 +456,7 @@ def problems(pictures: list[dict]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def measured_lab(tmp_path_factory):
+def measured_lab(browser, tmp_path_factory):
     """JupyterLab serving trusted, freshly executed copies of the chapters the rule is tested on."""
     pytest.importorskip("jupyterlab", reason="JupyterLab is not installed")
     pytest.importorskip("nbclient", reason="nbclient is not installed")
@@ -452,12 +464,14 @@ def measured_lab(tmp_path_factory):
     paths = executed_copies(ROOT / "notebooks", home / "work", ROOT)
     trust(paths, home / "jupyter_data_dir")
     with serve_lab(home, home / "work", ROOT) as url:
-        yield url
+        page = lab_page(browser, url)
+        yield page
+        page.close()
 
 
 @pytest.mark.parametrize("name", [*MEASURED, STEPS])
-def test_pictures_are_readable_as_displayed(browser, measured_lab, name):
-    for theme, pictures in measure(browser, measured_lab, f"{name}.ipynb").items():
+def test_pictures_are_readable_as_displayed(measured_lab, name):
+    for theme, pictures in measure(measured_lab, f"{name}.ipynb").items():
         svgs = [p for p in pictures if p["kind"] == "image/svg+xml"]
         assert svgs, f"{name}: no SVG picture shown (is the copy trusted?)"
         assert all(p["area"] > 900 for p in pictures), "the output area should be ~960 px wide"
@@ -486,8 +500,9 @@ def main(argv: list[str]) -> None:
         trust(paths, home / "jupyter_data_dir")
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         with serve_lab(home, home / "work", root) as url:
+            page = lab_page(chromium, url)
             for path in paths:
-                for theme, pictures in measure(chromium, url, path.name).items():
+                for theme, pictures in measure(page, path.name).items():
                     fonts = [q["font"] for q in pictures if q["font"] is not None]
                     print(
                         f"{theme:17} {path.stem:26} pictures {len(pictures):2}  "
