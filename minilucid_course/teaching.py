@@ -141,7 +141,8 @@ def chapter_section(notebook: Path) -> str:
     lines[-1] += f"(../notebooks/{notebook.name})"
     solution = SOLUTIONS / notebook.name
     objectives = _objectives(opening)
-    before, time = _field(opening, "Before you start"), _field(opening, "Time")
+    before = _field(opening, "Before you start") or _field(opening, "You need")
+    time = _field(opening, "Time")
     lines += ["", "**Objectives.**" + ("" if objectives else " (the chapter states none)")]
     lines += [f"- {o}" for o in objectives]
     lines += ["", f"**Prerequisites.** {before or '(the chapter states none)'}"]
