@@ -112,6 +112,7 @@ ifneq ($(strip $(EXECUTE)),)
 	$(PY) -m minilucid_course.make_exercises $(if $(strip $(NB)),$(filter solutions/%,$(NB)) --only-given,)
 	$(BIN)/jupyter trust $(EXECUTE) >/dev/null
 endif
+	$(PY) -m minilucid_course.teaching
 
 html: setup
 	$(PY) -m minilucid_course.build_site --out site
