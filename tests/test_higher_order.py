@@ -11,11 +11,41 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gradients import central_differences, weights_for
-from test_ops import CASES, run
+from test_ops import CASES, Case, run
 
 import minilucid as ml
 from minilucid.function import Function
 
+# Layers composed of ops (chapters 07-11): conv and pooling go through Im2Col/Col2Im, an
+# adjoint pair; normalisation, linear and the losses are compositions of the ops above.
+IMAGE, KERNEL = (2, 2, 5, 5), (3, 2, 3, 3)
+COMPOSED = [
+    Case("conv2d", lambda m, F, x, w: F.conv2d(x, w), None, (IMAGE, KERNEL)),
+    Case(
+        "conv2d stride padding bias",
+        lambda m, F, x, w, b: F.conv2d(x, w, b, stride=2, padding=1),
+        None,
+        (IMAGE, KERNEL, (3,)),
+    ),
+    Case("conv2d then tanh", lambda m, F, x, w: F.conv2d(x, w).tanh(), None, (IMAGE, KERNEL)),
+    Case("max_pool2d", lambda m, F, x: F.max_pool2d(x, 2), None, (IMAGE,), "apart"),
+    Case("avg_pool2d padding", lambda m, F, x: F.avg_pool2d(x, 3, 2, 1), None, (IMAGE,)),
+    Case(
+        "batch_norm training",
+        lambda m, F, x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+        None,
+        ((4, 3), (3,), (3,)),
+    ),
+    Case(
+        "layer_norm",
+        lambda m, F, x, w, b: F.layer_norm(x, (3,), w, b),
+        None,
+        ((4, 3), (3,), (3,)),
+    ),
+    Case("linear", lambda m, F, x, w, b: F.linear(x, w, b), None, ((4, 3), (2, 3), (2,))),
+    Case("mse_loss of tanh", lambda m, F, a, b: F.mse_loss(a.tanh(), b), None, ((2, 3), (2, 3))),
+]
+CASES = CASES + COMPOSED
 IDS = [c.name for c in CASES]
 
 

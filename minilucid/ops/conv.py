@@ -79,6 +79,11 @@ class Im2Col(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        if isinstance(grad, Tensor):  # create_graph: the adjoint as an op, to differentiate again
+            stride, padding, dilation = ctx.geometry
+            return Col2Im.apply(
+                grad, image_shape=ctx.image_shape, stride=stride, padding=padding, dilation=dilation
+            )
         return col2im_array(grad, ctx.image_shape, *ctx.geometry)
 
 
@@ -95,6 +100,11 @@ class Col2Im(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        if isinstance(grad, Tensor):  # create_graph: the adjoint as an op, to differentiate again
+            stride, padding, dilation = ctx.geometry
+            return Im2Col.apply(
+                grad, kernel=ctx.kernel, stride=stride, padding=padding, dilation=dilation
+            )
         return im2col_array(grad, ctx.kernel, *ctx.geometry)
 
 
