@@ -161,41 +161,33 @@ def test_layernorm_normalises_each_example_over_its_last_dims():
 # --- gradients: whole-tensor central differences -----------------------------------------------
 
 
-def test_batch_norm_training_gradient_matches_central_differences():
-    rng = np.random.default_rng(0)
-    x, w, b = f64((6, 3), rng), f64((3,), rng), f64((3,), rng)
-    assert_grads_match(
+_EVAL_STATS = (t64([0.3, -1.0, 0.5]), t64([0.7, 1.9, 1.2]))  # running mean and variance
+
+GRADIENT_CASES = {
+    "batch_norm (N, C), training": (
         lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
-        [x, w, b],
-        label="batch_norm (N, C)",
-    )
-
-
-def test_batch_norm_2d_training_gradient_matches_central_differences():
-    rng = np.random.default_rng(1)
-    x, w, b = f64((3, 2, 3, 2), rng), f64((2,), rng), f64((2,), rng)
-    assert_grads_match(
+        [(6, 3), (3,), (3,)],
+    ),
+    "batch_norm (N, C, H, W), training": (
         lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
-        [x, w, b],
-        label="batch_norm (N, C, H, W)",
-    )
+        [(3, 2, 3, 2), (2,), (2,)],
+    ),
+    "batch_norm (N, C, L), eval": (
+        lambda x, w, b: F.batch_norm(x, *_EVAL_STATS, w, b, training=False),
+        [(4, 3, 2), (3,), (3,)],
+    ),
+    "layer_norm over (2, 4)": (
+        lambda x, w, b: F.layer_norm(x, (2, 4), w, b),
+        [(3, 2, 4), (2, 4), (2, 4)],
+    ),
+}
 
 
-def test_batch_norm_eval_gradient_matches_central_differences():
-    rng = np.random.default_rng(2)
-    mean, var = t64(rng.standard_normal(3)), t64(rng.uniform(0.5, 2, 3))
-    x, w, b = f64((4, 3, 2), rng), f64((3,), rng), f64((3,), rng)
-    assert_grads_match(
-        lambda x, w, b: F.batch_norm(x, mean, var, w, b, training=False),
-        [x, w, b],
-        label="batch_norm eval",
-    )
-
-
-def test_layer_norm_gradient_matches_central_differences():
-    rng = np.random.default_rng(3)
-    x, w, b = f64((3, 2, 4), rng), f64((2, 4), rng), f64((2, 4), rng)
-    assert_grads_match(lambda x, w, b: F.layer_norm(x, (2, 4), w, b), [x, w, b], label="layer_norm")
+@pytest.mark.parametrize("label", list(GRADIENT_CASES))
+def test_normalisation_gradients_match_central_differences(label):
+    fn, shapes = GRADIENT_CASES[label]
+    rng = np.random.default_rng(len(label))
+    assert_grads_match(fn, [f64(shape, rng) for shape in shapes], label=label)
 
 
 def test_dropout_gradient_matches_central_differences_for_a_fixed_mask():
@@ -225,6 +217,11 @@ def test_batchnorm_with_inputs_of_the_wrong_rank_says_which_it_takes():
         nn.BatchNorm2d(3)(ml.zeros(3, 8, 8))
     with pytest.raises(ValueError, match=r"BatchNorm1d\(3, .*2-D \(N, C\) or 3-D.*\(3,\)"):
         nn.BatchNorm1d(3)(ml.zeros(3))
+
+
+def test_batchnorm_momentum_none_is_refused_with_a_reason():
+    with pytest.raises(ValueError, match=r"BatchNorm1d: momentum must be a number.*None"):
+        nn.BatchNorm1d(3, momentum=None)
 
 
 def test_batchnorm_in_training_mode_on_a_batch_of_one_is_refused():

@@ -100,6 +100,11 @@ class _BatchNorm(Module):
                  affine: bool = True, bias: bool = True, track_running_stats: bool = True,
                  dtype=None):  # fmt: skip
         super().__init__()
+        if isinstance(momentum, bool) or not isinstance(momentum, int | float):
+            raise ValueError(
+                f"{type(self).__name__}: momentum must be a number in [0, 1], got {momentum!r} "
+                "(PyTorch's momentum=None, a cumulative average, is not offered)"
+            )
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         dtype = float32 if dtype is None else dtype
