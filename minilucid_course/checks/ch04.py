@@ -9,11 +9,9 @@ that graph, so the check cell shows it.
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
-from minilucid import autograd
+from minilucid.function import Function
 from minilucid.gradcheck import gradcheck
 from minilucid.tensor import Tensor, float64
 from minilucid_course.checks.common import call
@@ -114,15 +112,39 @@ def _reference_sum_to_shape(grad: np.ndarray, shape: tuple) -> np.ndarray:
     return grad.sum(axis=stretched, keepdims=True)
 
 
-@contextlib.contextmanager
-def _engine_uses(fn):
-    """Let the engine's backward un-broadcast with `fn` for the duration of the block."""
-    original = autograd.sum_to_shape
-    autograd.sum_to_shape = lambda grad, shape, op="backward": fn(grad, shape)
-    try:
-        yield
-    finally:
-        autograd.sum_to_shape = original
+def _ops_summing_with(sum_to_shape):
+    """An add and a multiply for the real engine whose backward un-broadcasts with yours.
+
+    Each returns gradients already of its inputs' shapes, so the engine's own sum_to_shape
+    has nothing left to do: what reaches the leaves is what your function summed.
+    """
+
+    class AddUsingYours(Function):
+        """z = a + b;  dz/da = dz/db = 1, each summed back to its input's shape by yours"""
+
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.shapes = (a.shape, b.shape)
+            return a + b
+
+        @staticmethod
+        def backward(ctx, grad):
+            return tuple(sum_to_shape(grad, shape) for shape in ctx.shapes)
+
+    class MulUsingYours(Function):
+        """z = a * b;  dz/da = b, dz/db = a, each summed back to its input's shape by yours"""
+
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, grad):
+            a, b = ctx.saved_tensors
+            return sum_to_shape(grad * b, a.shape), sum_to_shape(grad * a, b.shape)
+
+    return AddUsingYours, MulUsingYours
 
 
 def check_sum_to_shape(sum_to_shape):
@@ -138,24 +160,22 @@ def check_sum_to_shape(sum_to_shape):
             note += " (keep summed dimensions with keepdims=True)"
         _compare(what, got, expected, note)
 
-    # The real engine: every op's backward now un-broadcasts with your function.
+    # The real engine, running ops whose backward un-broadcasts with your function.
     rng = np.random.default_rng(4)
     x0, b0, c0 = rng.normal(size=(3, 4)), rng.normal(size=(4,)), rng.normal(size=(3, 1))
-
-    def graph():
-        x, b, c = _leaf(x0, "x"), _leaf(b0, "b"), _leaf(c0, "c")
-        return ((x + b) * c).sum(), (x, b, c)
-
-    loss, leaves = graph()
-    loss.backward()
-    expected = [t.grad for t in leaves]
-    loss, leaves = graph()
-    with _engine_uses(sum_to_shape):
-        picture = call("the engine's backward of ((x + b) * c).sum()", _draw_backward, loss)
-    for t, want in zip(leaves, expected, strict=True):
+    add, mul = _ops_summing_with(sum_to_shape)
+    x, b, c = _leaf(x0, "x"), _leaf(b0, "b"), _leaf(c0, "c")
+    loss = mul.apply(add.apply(x, b), c).sum()
+    picture = call("the engine's backward of ((x + b) * c).sum()", _draw_backward, loss)
+    expected = (
+        np.broadcast_to(c0, (3, 4)),
+        (c0 * np.ones((3, 4))).sum(axis=0),
+        (x0 + b0).sum(axis=1, keepdims=True),
+    )
+    for t, want in zip((x, b, c), expected, strict=True):
         what = (
             f"in the engine's backward of ((x + b) * c).sum() with x {x0.shape}, b {b0.shape}, "
-            f"c {c0.shape}, using your sum_to_shape: {t.name}.grad"
+            f"c {c0.shape}, where + and * un-broadcast with your sum_to_shape: {t.name}.grad"
         )
         _compare(what, t.grad, want)
     print(
@@ -449,8 +469,6 @@ def check_batched_matmul(matmul_backward):
             _compare(f"{what}: the gradient for {name}", got, want, note)
 
     # In the engine: an op whose backward is yours, under gradcheck on a broadcast batch.
-    from minilucid.function import Function
-
     class YourMatMul(Function):
         """Z = A @ B, with your matmul_backward as its backward"""
 
