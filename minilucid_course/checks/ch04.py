@@ -13,6 +13,7 @@ import numpy as np
 
 from minilucid.function import Function
 from minilucid.gradcheck import gradcheck
+from minilucid.ops.elementwise import Add, Mul
 from minilucid.tensor import Tensor, float64
 from minilucid_course.checks.common import call
 
@@ -112,39 +113,26 @@ def _reference_sum_to_shape(grad: np.ndarray, shape: tuple) -> np.ndarray:
     return grad.sum(axis=stretched, keepdims=True)
 
 
-def _ops_summing_with(sum_to_shape):
-    """An add and a multiply for the real engine whose backward un-broadcasts with yours.
+def _summing_with(op, sum_to_shape):
+    """The package's binary `op`, its gradients summed back to each input's shape by yours.
 
-    Each returns gradients already of its inputs' shapes, so the engine's own sum_to_shape
-    has nothing left to do: what reaches the leaves is what your function summed.
+    The gradients then reach the engine already of their inputs' shapes, so the engine's own
+    sum_to_shape has nothing left to do: what arrives at the leaves is what your function summed.
     """
 
-    class AddUsingYours(Function):
-        """z = a + b;  dz/da = dz/db = 1, each summed back to its input's shape by yours"""
-
+    class UsingYours(op):
         @staticmethod
         def forward(ctx, a, b):
-            ctx.shapes = (a.shape, b.shape)
-            return a + b
+            ctx.in_shapes = (np.shape(a), np.shape(b))
+            return op.forward(ctx, a, b)
 
         @staticmethod
         def backward(ctx, grad):
-            return tuple(sum_to_shape(grad, shape) for shape in ctx.shapes)
+            grads = op.backward(ctx, grad)
+            return tuple(sum_to_shape(g, s) for g, s in zip(grads, ctx.in_shapes, strict=True))
 
-    class MulUsingYours(Function):
-        """z = a * b;  dz/da = b, dz/db = a, each summed back to its input's shape by yours"""
-
-        @staticmethod
-        def forward(ctx, a, b):
-            ctx.save_for_backward(a, b)
-            return a * b
-
-        @staticmethod
-        def backward(ctx, grad):
-            a, b = ctx.saved_tensors
-            return sum_to_shape(grad * b, a.shape), sum_to_shape(grad * a, b.shape)
-
-    return AddUsingYours, MulUsingYours
+    UsingYours.__name__ = UsingYours.__qualname__ = f"{op.__name__}UsingYours"
+    return UsingYours
 
 
 def check_sum_to_shape(sum_to_shape):
@@ -163,7 +151,7 @@ def check_sum_to_shape(sum_to_shape):
     # The real engine, running ops whose backward un-broadcasts with your function.
     rng = np.random.default_rng(4)
     x0, b0, c0 = rng.normal(size=(3, 4)), rng.normal(size=(4,)), rng.normal(size=(3, 1))
-    add, mul = _ops_summing_with(sum_to_shape)
+    add, mul = _summing_with(Add, sum_to_shape), _summing_with(Mul, sum_to_shape)
     x, b, c = _leaf(x0, "x"), _leaf(b0, "b"), _leaf(c0, "c")
     loss = mul.apply(add.apply(x, b), c).sum()
     picture = call("the engine's backward of ((x + b) * c).sum()", _draw_backward, loss)
