@@ -197,3 +197,19 @@ def test_bad_geometry_is_refused_plainly():
         F.max_pool2d(x, 2, padding=2)
     with pytest.raises(ValueError, match="divisible by groups"):
         nn.Conv2d(3, 4, 3, groups=2)
+
+
+# --------------------------------------------------------------------------------------------
+# The benchmark (`python -m benchmarks --only conv`) stops a fast but wrong engine
+
+
+def test_the_conv_benchmark_checks_every_gradient_before_timing(monkeypatch):
+    from benchmarks import conv as bench
+
+    models = {n: m for n, m in bench.engines().items() if n != "torch"}
+    bench.check_gradients(models)  # the real engine passes
+    right = Im2Col.backward
+    monkeypatch.setattr(Im2Col, "backward", staticmethod(lambda ctx, g: 0.5 * right(ctx, g)))
+    with pytest.raises(AssertionError, match="minilucid's x's gradient differs"):
+        bench.check_gradients(models)
+    assert bench.buffer_bytes() == 32 * 9 * 28 * 28 * 4
