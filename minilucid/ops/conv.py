@@ -10,6 +10,7 @@ compositions of Im2Col with ops the course already has (reshape, matmul, add, ma
 import numpy as np
 
 from minilucid.function import Function
+from minilucid.ops.shape import cat
 from minilucid.tensor import Tensor
 
 
@@ -36,11 +37,13 @@ def _windows(kernel: tuple, stride: tuple, dilation: tuple, out: tuple):
             yield i, j, rows, cols
 
 
-def im2col_array(x, kernel, stride, padding, dilation, pad_value=0.0):
+def im2col_array(x, kernel, stride, padding, dilation, pad_value=0.0, ones_row=False):
     """(N, C, H, W) -> (N, C, kh, kw, Ho, Wo): every window, copied out, on NumPy arrays.
 
-    Column (c, i, j) of the unrolled matrix holds, for every output pixel, the input pixel that
+    Row (c, i, j) of the unrolled matrix holds, for every output pixel, the input pixel that
     kernel position (i, j) of channel c sees: one strided slice of the padded image per (i, j).
+    With ones_row the result is that matrix, (N, C*kh*kw + 1, Ho*Wo), with a last row of ones:
+    a bias then rides in the product as one more column of the weight.
     """
     (kh, kw), (ph, pw) = kernel, padding
     n, c, h, w = x.shape
@@ -52,10 +55,15 @@ def im2col_array(x, kernel, stride, padding, dilation, pad_value=0.0):
         padded = np.zeros(shape, x.dtype) if pad_value == 0 else np.full(shape, pad_value, x.dtype)
         padded[:, :, ph : ph + h, pw : pw + w] = x
         x = padded
-    cols = np.empty((n, c, kh, kw, ho, wo), dtype=x.dtype)
+    if ones_row:
+        matrix = np.empty((n, c * kh * kw + 1, ho * wo), dtype=x.dtype)
+        matrix[:, -1] = 1
+        cols = matrix[:, :-1].reshape(n, c, kh, kw, ho, wo)  # a view: filled in place below
+    else:
+        matrix = cols = np.empty((n, c, kh, kw, ho, wo), dtype=x.dtype)
     for i, j, rows, columns in _windows(kernel, stride, dilation, (ho, wo)):
         cols[:, :, i, j] = x[:, :, rows, columns]  # kh * kw strided copies in all
-    return cols
+    return matrix
 
 
 def col2im_array(cols, image_shape, stride, padding, dilation):
@@ -71,16 +79,23 @@ def col2im_array(cols, image_shape, stride, padding, dilation):
 class Im2Col(Function):
     """cols = every kernel window of x, unrolled;  d cols / dx: the windows added back (Col2Im)"""
 
-    __slots__ = ("image_shape", "geometry")
+    __slots__ = ("image_shape", "geometry", "windows_shape")
 
     @staticmethod
-    def forward(ctx, x, kernel, stride, padding, dilation, pad_value=0.0):
+    def forward(ctx, x, kernel, stride, padding, dilation, pad_value=0.0, ones_row=False):
         ctx.image_shape = x.shape
         ctx.geometry = (stride, padding, dilation)
-        return im2col_array(x, kernel, stride, padding, dilation, pad_value)
+        cols = im2col_array(x, kernel, stride, padding, dilation, pad_value, ones_row)
+        ctx.windows_shape = None
+        if ones_row:  # the row of ones is a constant: its gradient goes nowhere
+            ho = out_size(x.shape[2], kernel[0], stride[0], padding[0], dilation[0])
+            ctx.windows_shape = (x.shape[0], x.shape[1], *kernel, ho, cols.shape[2] // ho)
+        return cols
 
     @staticmethod
     def backward(ctx, grad):
+        if ctx.windows_shape is not None:  # drop the ones row's gradient, back to the windows
+            grad = grad[:, :-1].reshape(*ctx.windows_shape)
         if isinstance(grad, Tensor):  # create_graph: the adjoint as an op, to differentiate again
             stride, padding, dilation = ctx.geometry
             return Col2Im.apply(
@@ -146,7 +161,8 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 
 
     The unrolled input is (N, C*kh*kw, Ho*Wo), so weight (O, C*kh*kw) @ it is already the output
     (N, O, Ho*Wo) in PyTorch's layout: no transpose forward, no copy of the gradient backward.
-    With groups g, channels and filters split into g independent convolutions (a batch of g
+    A bias joins the product as a column of the weight against a row of ones (no second array
+    of the output's size). With groups g, channels and filters split into g independent convolutions (a batch of g
     matrix products).
     """
     _check_image(x, "conv2d")
@@ -174,7 +190,12 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 
         x, weight.shape[2:], stride, padding, dilation, "conv2d"
     )
     n = x.shape[0]
-    cols = Im2Col.apply(x, kernel=kernel, stride=stride, padding=padding, dilation=dilation)
+    geometry = {"kernel": kernel, "stride": stride, "padding": padding, "dilation": dilation}
+    if groups == 1 and bias is not None:  # [W | b] @ [cols; 1] = W @ cols + b, in one product
+        cols = Im2Col.apply(x, **geometry, ones_row=True)  # (N, C*kh*kw + 1, Ho*Wo)
+        w = cat([weight.reshape(o, -1), bias.reshape(o, 1)], dim=1)
+        return (w @ cols).reshape(n, o, ho, wo)
+    cols = Im2Col.apply(x, **geometry)
     if groups == 1:  # (O, C*kh*kw) @ (N, C*kh*kw, Ho*Wo) -> (N, O, Ho*Wo)
         out = weight.reshape(o, -1) @ cols.reshape(n, -1, ho * wo)
     else:  # (g, O/g, C/g*kh*kw) @ (N, g, C/g*kh*kw, Ho*Wo) -> (N, g, O/g, Ho*Wo)
