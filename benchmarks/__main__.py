@@ -80,7 +80,9 @@ NOTES = """\
 - Conv2d layer: `conv2d(x, W, b, padding=1)` forward, then backward from a fixed upstream
   gradient to x, W and b, float32. The hand-written version is im2col + matmul in the layout
   minilucid uses too, (N, C*kh*kw, Ho*Wo), so that W @ buffer is the output in place and no
-  gradient needs a transpose; the buffer's size is stated beside it.
+  gradient needs a transpose; the buffer's size is stated beside it. Neither writes a second
+  output-sized array for the bias: the hand-written one adds it in place, minilucid's conv2d
+  multiplies it in as one more column of the weight against a row of ones.
 - The hand-written NumPy versions are written as a careful person writes them: the same
   ufunc and BLAS calls an engine needs, in-place where it is natural, no copies.
 """
