@@ -213,3 +213,17 @@ def test_the_conv_benchmark_checks_every_gradient_before_timing(monkeypatch):
     with pytest.raises(AssertionError, match="minilucid's x's gradient differs"):
         bench.check_gradients(models)
     assert bench.buffer_bytes() == 32 * 9 * 28 * 28 * 4
+
+
+def test_im2col_with_a_ones_row_is_the_matrix_and_a_row_of_ones():
+    x = np.arange(2 * 3 * 5 * 4, dtype=np.float64).reshape(2, 3, 5, 4)
+    geometry = ((2, 1), (1, 0), (1, 1))
+    windows = im2col_array(x, (3, 2), *geometry)
+    matrix = im2col_array(x, (3, 2), *geometry, ones_row=True)
+    assert matrix.shape == (2, 3 * 3 * 2 + 1, windows.shape[-2] * windows.shape[-1])
+    np.testing.assert_array_equal(matrix[:, :-1], windows.reshape(2, 18, -1))
+    assert (matrix[:, -1] == 1).all()
+    options = dict(zip(("stride", "padding", "dilation"), geometry, strict=True))
+    assert_grads_match(  # the ones are a constant: no gradient flows from them to x
+        lambda t: Im2Col.apply(t, kernel=(3, 2), ones_row=True, **options), [x / 7], label="ones"
+    )
