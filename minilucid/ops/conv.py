@@ -162,8 +162,8 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 
     The unrolled input is (N, C*kh*kw, Ho*Wo), so weight (O, C*kh*kw) @ it is already the output
     (N, O, Ho*Wo) in PyTorch's layout: no transpose forward, no copy of the gradient backward.
     A bias joins the product as a column of the weight against a row of ones (no second array
-    of the output's size). With groups g, channels and filters split into g independent convolutions (a batch of g
-    matrix products).
+    of the output's size). With groups g, channels and filters split into g independent
+    convolutions (a batch of g matrix products).
     """
     _check_image(x, "conv2d")
     if not isinstance(weight, Tensor) or weight.ndim != 4:
