@@ -336,9 +336,10 @@ def run_conv(settings: dict) -> tuple[list[Row], list[Row]]:
             ratio <= TARGETS["conv"],
         ),
         Row(
-            "Conv2d layer: the im2col buffer (N x C*kh*kw x Ho*Wo, float32)",
+            "Conv2d layer: the im2col buffer (N x C*kh*kw x Ho*Wo, float32; minilucid: + a row "
+            "of ones for the bias)",
             "kB",
-            {e: conv.buffer_bytes() / 1e3 for e in ("numpy", "minilucid")},
+            {"numpy": conv.buffer_bytes() / 1e3, "minilucid": conv.buffer_bytes(True) / 1e3},
         ),
     ]
     details = [

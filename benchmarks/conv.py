@@ -31,10 +31,11 @@ def problem(seed: int = 0):
     return x, w, b, g
 
 
-def buffer_bytes() -> int:
-    """Bytes of the im2col buffer: one row of C*kh*kw numbers per output pixel, float32."""
+def buffer_bytes(ones_row: bool = False) -> int:
+    """Bytes of the im2col buffer, float32: C*kh*kw rows (one more of ones when the bias rides
+    in the product, as in minilucid) of one number per output pixel, for every image."""
     n, c, s, k = CONFIG["batch"], CONFIG["channels"], CONFIG["size"], CONFIG["kernel"]
-    return n * s * s * c * k * k * 4
+    return n * (c * k * k + ones_row) * s * s * 4
 
 
 class NumpyConv:

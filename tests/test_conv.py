@@ -213,6 +213,7 @@ def test_the_conv_benchmark_checks_every_gradient_before_timing(monkeypatch):
     with pytest.raises(AssertionError, match="minilucid's x's gradient differs"):
         bench.check_gradients(models)
     assert bench.buffer_bytes() == 32 * 9 * 28 * 28 * 4
+    assert bench.buffer_bytes(ones_row=True) == 32 * 10 * 28 * 28 * 4
 
 
 def test_im2col_with_a_ones_row_is_the_matrix_and_a_row_of_ones():
