@@ -280,6 +280,16 @@ def test_draw_gradcheck_lights_up_the_wrong_op():
     assert WrongMul.__dict__["forward"].__func__.__name__ == "forward"  # restored
 
 
+def test_draw_gradcheck_passes_a_right_op_on_a_transposed_input():
+    # a.T is Fortran-ordered: nudging a flattened copy of it once marked MatMul as wrong here
+    rng = np.random.default_rng(0)
+    a = ml.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    b = ml.tensor(rng.standard_normal((3, 2)), requires_grad=True)
+    picture = draw_gradcheck(lambda a, b: (a.T @ b).sum(), [a, b])
+    ops = picture.text.split("ops:\n")[1].splitlines()
+    assert [line.split("  -- ")[1] for line in ops] == ["ok", "ok", "ok"], ops
+
+
 def test_draw_gradcheck_shows_an_unwritten_backward():
     x = ml.tensor([1.0], dtype=ml.float64, requires_grad=True)
     picture = draw_gradcheck(lambda x: Unwritten.apply(x).sum(), [x])
