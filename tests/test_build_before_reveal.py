@@ -4,7 +4,8 @@ The convention, for every chapter `notebooks/NN_topic.ipynb` (00-99, today's and
 
 1. Where the chapter reaches a piece the learner writes in an exercise, it has a **markdown cell
    tagged `exercise-break`** that motivates and specifies the piece and says where to write it:
-   the exercise notebook's path (`exercises/NN_topic.ipynb`) and "Exercise k" for each exercise
+   the learner's copy of the exercise notebook (`work/NN_topic.ipynb`, which `make lab` copies
+   from exercises/) and "Exercise k" for each exercise
    it sends the learner to, then "then read on".
 
 2. That cell's metadata says what it stands in front of, next to its tags:
@@ -121,8 +122,8 @@ def _problems(chapter: Path) -> list[str]:
         if not reveals or not isinstance(reveals, list):
             problems.append(f"{where(i)}: metadata 'reveals' must list what comes after it")
             reveals = []
-        if f"exercises/{chapter.name}" not in cell.source:
-            problems.append(f"{where(i)}: say where to write it: exercises/{chapter.name}")
+        if f"work/{chapter.name}" not in cell.source:
+            problems.append(f"{where(i)}: say where to write it: work/{chapter.name}")
         for grade_id in ids:
             if grade_id not in answers:
                 problems.append(f"{where(i)}: solutions/{chapter.name} has no answer {grade_id!r}")
@@ -189,9 +190,7 @@ def _chapter(tmp_path, cells, answer="class MyMul:\n    pass\n", heading="## Exe
 
 
 def _break(**meta):
-    cell = nbformat.v4.new_markdown_cell(
-        "Write it now: exercises/02_x.ipynb, Exercise 1, then read on."
-    )
+    cell = nbformat.v4.new_markdown_cell("Write it now: work/02_x.ipynb, Exercise 1, then read on.")
     cell.metadata.update({"tags": [BREAK], **meta})
     return cell
 
@@ -236,7 +235,7 @@ def test_a_break_without_its_metadata_or_pointer_fails(tmp_path, monkeypatch):
     bare.metadata["tags"] = [BREAK]
     problems = _check(monkeypatch, _chapter(tmp_path, [bare, _mul()]))
     text = "\n".join(problems)
-    assert "'answers'" in text and "'reveals'" in text and "exercises/02_x.ipynb" in text
+    assert "'answers'" in text and "'reveals'" in text and "work/02_x.ipynb" in text
 
 
 def test_a_break_naming_the_wrong_exercise_fails(tmp_path, monkeypatch):

@@ -38,7 +38,8 @@ def test_draw_graph_dot_is_exact():
         "\tn1 [label=<<b>b</b><br/>() float32  <i>leaf, requires grad</i><br/>3.> "
         f'{leaf} tooltip="b  () float32\n3."]\n'
         "\tn2 [label=<<b>t1</b><br/>(2,) float32<br/>[3., 6.]> "
-        'fillcolor="#dbe7f6" shape=box style="rounded,filled" tooltip="t1  (2,) float32\n[3., 6.]"]\n'
+        'fillcolor="#dbe7f6" shape=box style="rounded,filled" '
+        'tooltip="t1  (2,) float32\n[3., 6.]"]\n'
         '\top2 [label=Mul fillcolor="#f8dcc6" shape=ellipse]\n'
         "\tn3 [label=<<b>t2</b><br/>() float32  <i>output</i><br/>9.> "
         'fillcolor="#fde7a6" penwidth=2 shape=box style="rounded,filled" '
