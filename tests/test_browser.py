@@ -41,6 +41,15 @@ ARGS = [
 CHAPTER = "notebooks/03_reverse_mode.ipynb"
 TOKEN = "minilucid-browser-test"
 MEASURED = ["01_tensor_as_a_node", "03_reverse_mode", "05_functions_and_numerics"]
+# the other chapters with graph pictures, measured as stored (make execute re-runs them)
+STORED = [
+    "02_local_derivatives",
+    "04_shapes",
+    "06_graph_hygiene",
+    "07_modules_and_parameters",
+    "10_convolutions",
+    "12_beyond",
+]
 STEPS = "step_through"  # a notebook of its own, made below
 THEMES = ["JupyterLab Light", "JupyterLab Dark"]
 SMALLEST = 11.0  # px: the smallest type a picture may show, as displayed
@@ -457,11 +466,14 @@ def problems(pictures: list[dict]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def measured_lab(browser, tmp_path_factory):
-    """JupyterLab serving trusted, freshly executed copies of the chapters the rule is tested on."""
+    """JupyterLab serving trusted copies: the chapters the rule is tested on freshly executed, the
+    other chapters with graph pictures as stored."""
     pytest.importorskip("jupyterlab", reason="JupyterLab is not installed")
     pytest.importorskip("nbclient", reason="nbclient is not installed")
     home = tmp_path_factory.mktemp("measured")
     paths = executed_copies(ROOT / "notebooks", home / "work", ROOT)
+    for name in STORED:
+        paths.append(Path(shutil.copy(ROOT / "notebooks" / f"{name}.ipynb", home / "work")))
     trust(paths, home / "jupyter_data_dir")
     with serve_lab(home, home / "work", ROOT) as url:
         page = lab_page(browser, url)
@@ -469,7 +481,7 @@ def measured_lab(browser, tmp_path_factory):
         page.close()
 
 
-@pytest.mark.parametrize("name", [*MEASURED, STEPS])
+@pytest.mark.parametrize("name", [*MEASURED, *STORED, STEPS])
 def test_pictures_are_readable_as_displayed(measured_lab, name):
     for theme, pictures in measure(measured_lab, f"{name}.ipynb").items():
         svgs = [p for p in pictures if p["kind"] == "image/svg+xml"]
