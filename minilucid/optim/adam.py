@@ -12,6 +12,8 @@ from minilucid.optim.optimizer import Optimizer
 class Adam(Optimizer):
     """Adam (Kingma & Ba, 2015) with PyTorch's equations; weight decay is added to the gradient."""
 
+    decoupled = False  # AdamW: weight decay shrinks p itself instead
+
     def __init__(
         self,
         params,
@@ -38,13 +40,13 @@ class Adam(Optimizer):
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
-                    self._update(p, group, decoupled=False)
+                    self._update(p, group)
 
-    def _update(self, p, group: dict, decoupled: bool) -> None:
+    def _update(self, p, group: dict) -> None:
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         g = p.grad
         if group["weight_decay"] != 0:
-            if decoupled:
+            if self.decoupled:
                 p.data *= 1 - lr * group["weight_decay"]  # AdamW: shrink p itself
             else:
                 g = g + group["weight_decay"] * p.data  # Adam: decay joins the gradient
@@ -71,6 +73,8 @@ class Adam(Optimizer):
 class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov & Hutter, 2019): p shrinks by lr * wd."""
 
+    decoupled = True
+
     def __init__(
         self,
         params,
@@ -81,9 +85,3 @@ class AdamW(Adam):
         amsgrad: bool = False,
     ) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad)
-
-    def step(self) -> None:
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is not None:
-                    self._update(p, group, decoupled=True)
