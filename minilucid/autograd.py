@@ -162,7 +162,8 @@ def _seed(root: Tensor, gradient) -> np.ndarray:
                 f"backward: the output has shape {root.shape}, not a single number. Reduce it "
                 "to a scalar first (e.g. .sum()), or pass gradient= an array of that shape."
             )
-        return np.ones_like(root.data)
+        seed = np.array(1, dtype=root.data.dtype)  # d root / d root = 1
+        return seed if root.data.ndim == 0 else seed.reshape(root.data.shape)
     seed = np.asarray(_plain(gradient), dtype=root.data.dtype)
     if seed.shape != root.shape:
         raise ValueError(

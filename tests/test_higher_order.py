@@ -16,8 +16,9 @@ from test_ops import CASES, Case, run
 import minilucid as ml
 from minilucid.function import Function
 
-# Layers composed of ops (chapters 07-11): conv and pooling go through Im2Col/Col2Im, an
-# adjoint pair; normalisation, linear and the losses are compositions of the ops above.
+# Layers (chapters 07-11): conv and pooling go through Im2Col/Col2Im, an adjoint pair; linear is
+# one op (Affine) whose backward is written with @, .T, reshape and sum; normalisation and the
+# losses are compositions of the ops above (cross-entropy is one op, CrossEntropy).
 IMAGE, KERNEL = (2, 2, 5, 5), (3, 2, 3, 3)
 COMPOSED = [
     Case("conv2d", lambda m, F, x, w: F.conv2d(x, w), None, (IMAGE, KERNEL)),

@@ -254,6 +254,51 @@ def test_linear_with_wrong_number_of_features_names_layer_and_shapes():
         layer(ml.randn(5, 3))
 
 
+def test_linear_is_one_node_with_the_compositions_gradients():
+    """F.linear records one Affine op; its gradients equal those of x @ w.T + b (whose three
+    ops each have their own tests) for every input, and a bias-free call has two parents."""
+    rng = np.random.default_rng(3)
+    x, w, b = (
+        ml.tensor(rng.standard_normal(s), requires_grad=True) for s in [(4, 3), (2, 3), (2,)]
+    )
+    fused = nn.functional.linear(x, w, b)
+    assert type(fused.grad_fn).__name__ == "Affine" and len(fused.grad_fn.parents) == 3
+    composed = x @ w.T + b
+    np.testing.assert_array_equal(fused.data, composed.data)
+    g = rng.standard_normal((4, 2))
+    for a, c in zip(ml.grad(fused, (x, w, b), g), ml.grad(composed, (x, w, b), g), strict=True):
+        np.testing.assert_allclose(a, c, rtol=1e-14)
+    assert len(nn.functional.linear(x, w).grad_fn.parents) == 2
+
+
+def test_linear_mixed_dtypes_promote_like_the_composition():
+    x = ml.tensor(np.ones((2, 3), np.float32))
+    w = ml.tensor(np.ones((4, 3), np.float32))
+    b = ml.tensor(np.ones(4, np.float64))
+    assert nn.functional.linear(x, w, b).dtype == (x @ w.T + b).dtype == np.float64
+
+
+@pytest.mark.parametrize(
+    ("x", "w", "b", "message"),
+    [
+        (
+            (5, 3),
+            (2, 4),
+            (2,),
+            r"affine: linear's input \(5, 3\) and weight \(2, 4\).*in_features = 4",
+        ),
+        ((5, 4), (4,), None, r"affine: linear's input \(5, 4\) and weight \(4,\)"),
+        ((), (2, 4), None, r"affine: linear's input \(\) and weight \(2, 4\)"),
+        ((5, 4), (2, 4), (1,), r"affine: linear's bias \(1,\) with weight \(2, 4\).*shape \(2,\)"),
+        ((5, 4), (2, 4), (2, 1), r"affine: linear's bias \(2, 1\)"),
+    ],
+)
+def test_functional_linear_refuses_shapes_that_do_not_fit(x, w, b, message):
+    args = [ml.randn(*x), ml.randn(*w)] + ([] if b is None else [ml.randn(*b)])
+    with pytest.raises(ValueError, match=message):
+        nn.functional.linear(*args)
+
+
 def test_flatten_and_losses():
     x = ml.randn(2, 3, 4)
     assert nn.Flatten()(x).shape == (2, 12) and nn.Flatten(0)(x).shape == (24,)

@@ -370,6 +370,28 @@ CASES = [
     Case("matmul 1-d right", lambda m, F, a, b: a @ b, np.matmul, (S, (3,))),
     Case("matmul 1-d right batched", lambda m, F, a, b: a @ b, np.matmul, ((4, 2, 3), (3,))),
     Case("matmul 1-d both", lambda m, F, a, b: a @ b, np.matmul, ((3,), (3,))),
+    # --- linear: one Affine node, x @ w.T + b ------------------------------------------------
+    Case(
+        "linear",
+        lambda m, F, x, w, b: F.linear(x, w, b),
+        lambda x, w, b: x @ w.T + b,
+        ((4, 3), (2, 3), (2,)),
+    ),
+    Case(
+        "linear no bias", lambda m, F, x, w: F.linear(x, w), lambda x, w: x @ w.T, ((4, 3), (2, 3))
+    ),
+    Case(
+        "linear 1-d input",
+        lambda m, F, x, w, b: F.linear(x, w, b),
+        lambda x, w, b: x @ w.T + b,
+        ((3,), (2, 3), (2,)),
+    ),
+    Case(
+        "linear 3-d input",
+        lambda m, F, x, w, b: F.linear(x, w, b),
+        lambda x, w, b: x @ w.T + b,
+        ((2, 4, 3), (5, 3), (5,)),
+    ),
     # --- elementwise functions ----------------------------------------------------------------
     Case("exp", lambda m, F, x: x.exp(), np.exp, (S,)),
     Case("exp function", lambda m, F, x: m.exp(x), np.exp, (S,)),

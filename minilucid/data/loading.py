@@ -46,7 +46,7 @@ class TensorDataset(Dataset):
 
     def get_batch(self, indices: np.ndarray) -> tuple:
         # one fancy-indexing copy per tensor instead of len(indices) items stacked together
-        return tuple(Tensor(t.data[indices]) for t in self.tensors)
+        return tuple([Tensor(t.data[indices]) for t in self.tensors])
 
 
 class Subset(Dataset):
@@ -153,13 +153,14 @@ class DataLoader:
     def __iter__(self):
         n = len(self.dataset)
         order = _generator(self.generator).permutation(n) if self.shuffle else np.arange(n)
-        stop = len(self) * self.batch_size
-        for start in range(0, min(stop, n), self.batch_size):
-            yield self._fetch(order[start : start + self.batch_size])
+        stop, size, fetch = len(self) * self.batch_size, self.batch_size, self._fetcher()
+        for start in range(0, min(stop, n), size):
+            yield fetch(order[start : start + size])
 
-    def _fetch(self, indices: np.ndarray):
-        if self.collate_fn is not None:
-            return self.collate_fn([self.dataset[int(i)] for i in indices])
-        if hasattr(self.dataset, "get_batch"):
-            return self.dataset.get_batch(indices)
-        return default_collate([self.dataset[int(i)] for i in indices])
+    def _fetcher(self):
+        """How a batch is made from its indices: the dataset's own get_batch when it has one
+        and no collate_fn is given (one indexing per tensor), else item by item, collated."""
+        if self.collate_fn is None and hasattr(self.dataset, "get_batch"):
+            return self.dataset.get_batch
+        collate, dataset = self.collate_fn or default_collate, self.dataset
+        return lambda indices: collate([dataset[int(i)] for i in indices])

@@ -5,6 +5,7 @@ import numpy as np
 from minilucid.nn.dropout import dropout
 from minilucid.nn.normalization import batch_norm, layer_norm
 from minilucid.ops.conv import avg_pool2d, conv2d, max_pool2d
+from minilucid.ops.linalg import Affine
 from minilucid.ops.softmax import CrossEntropy, LogSoftmax, Softmax
 from minilucid.ops.unary import relu, sigmoid, tanh
 from minilucid.tensor import Tensor
@@ -55,5 +56,6 @@ def mse_loss(prediction: Tensor, target) -> Tensor:
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight.T + bias: weight has shape (out_features, in_features), as in PyTorch."""
-    out = x @ weight.T
-    return out if bias is None else out + bias
+    if bias is None:
+        return Affine.apply(x, weight)
+    return Affine.apply(x, weight, bias)

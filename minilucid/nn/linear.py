@@ -31,13 +31,17 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, x: Tensor) -> Tensor:
-        if x.shape[-1:] != (self.in_features,):
-            raise ValueError(
-                f"{self!r}: got an input of shape {x.shape}, whose last dimension should be "
-                f"in_features = {self.in_features}. Reshape or flatten the input, or build "
-                f"the layer with in_features = {x.shape[-1] if x.ndim else 1}."
-            )
-        return F.linear(x, self.weight, self.bias)
+        try:
+            return F.linear(x, self.weight, self.bias)
+        except ValueError:  # say which layer, and what to change
+            shape = x.shape if isinstance(x, Tensor) else np.shape(x)
+            if shape[-1:] != (self.in_features,):
+                raise ValueError(
+                    f"{self!r}: got an input of shape {shape}, whose last dimension should be "
+                    f"in_features = {self.in_features}. Reshape or flatten the input, or build "
+                    f"the layer with in_features = {shape[-1] if shape else 1}."
+                ) from None
+            raise
 
     def extra_repr(self) -> str:
         return (

@@ -62,3 +62,48 @@ class MatMul(Function):
 def _swap_last(x):
     """x with its last two dimensions swapped: an array, or a tensor under create_graph."""
     return np.swapaxes(x, -1, -2) if type(x) is np.ndarray else x.transpose(-1, -2)
+
+
+class Affine(Function):
+    """Z = X @ W^T + b, the op of a Linear layer, as one node instead of three (Permute, MatMul,
+    Add). dZ/dX = G @ W,  dZ/dW = G^T @ X,  dZ/db = G summed over every row (G the incoming
+    gradient; with more than two dimensions the leading ones are rows too)."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def forward(ctx, x, weight, bias=None):
+        if type(x) is not np.ndarray or type(weight) is not np.ndarray:
+            x, weight = np.asarray(x), np.asarray(weight)
+        if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
+            raise ValueError(
+                f"affine: linear's input {x.shape} and weight {weight.shape} - the weight must be "
+                "(out_features, in_features) and the input's last dimension in_features = "
+                f"{weight.shape[-1] if weight.ndim else '?'}; reshape or flatten the input"
+            )
+        ctx.save_for_backward(x, weight)
+        out = x @ weight.T
+        if bias is None:
+            return out
+        if np.shape(bias) != weight.shape[:1]:
+            raise ValueError(
+                f"affine: linear's bias {np.shape(bias)} with weight {weight.shape} - the bias "
+                f"needs one entry per output, shape ({weight.shape[0]},)"
+            )
+        if type(bias) is np.ndarray and out.dtype == bias.dtype:  # out is fresh: add in place
+            out += bias
+            return out
+        return out + bias
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        need_x, need_w, *need_b = ctx.needs_input_grad
+        rows, x_rows = grad, x  # (rows, out_features) and (rows, in_features)
+        if grad.ndim != 2:
+            rows, x_rows = grad.reshape(-1, grad.shape[-1]), x.reshape(-1, x.shape[-1])
+        grad_x = grad @ weight if need_x else None
+        grad_w = rows.T @ x_rows if need_w else None
+        if not need_b:  # no bias
+            return grad_x, grad_w
+        return grad_x, grad_w, rows.sum(0) if need_b[0] else None

@@ -52,23 +52,28 @@ class CrossEntropy(Function):
     @staticmethod
     def forward(ctx, logits, targets):
         _check_targets(logits, targets)
-        log_probs = logits - logsumexp(logits, 1)
-        rows = np.arange(len(targets))
-        ctx.save_for_backward(log_probs, logits)
+        n = len(targets)
+        shifted = logits - logits.max(axis=1, keepdims=True)  # exp cannot overflow now
+        exps = np.exp(shifted)
+        total = exps.sum(axis=1, keepdims=True)
+        ctx.save_for_backward(logits, exps, total)
         ctx.targets = targets
-        return -log_probs[rows, targets].mean()
+        # -log softmax(a)[t] = log(sum(exp(a - max))) - (a - max)[t], averaged over the rows
+        return (np.log(total).sum() - shifted[np.arange(n), targets].sum()) / n
 
     @staticmethod
     def backward(ctx, grad):
-        log_probs, logits = ctx.saved_tensors
-        rows, n = np.arange(len(ctx.targets)), len(ctx.targets)
-        if type(grad) is not np.ndarray:  # create_graph: log_probs recomputed from the logits
+        logits, exps, total = ctx.saved_tensors
+        targets, n = ctx.targets, len(ctx.targets)
+        rows = np.arange(n)
+        if type(grad) is not np.ndarray:  # create_graph: the softmax recomputed from the logits
             onehot = np.zeros(logits.shape, dtype=logits.dtype)
-            onehot[rows, ctx.targets] = 1
-            return (LogSoftmax.apply(logits, dim=1).exp() - onehot) * (grad / n), None
-        d_logits = np.exp(log_probs)
-        d_logits[rows, ctx.targets] -= 1
-        return d_logits * (grad / n), None
+            onehot[rows, targets] = 1
+            return (Softmax.apply(logits, dim=1) - onehot) * (grad / n), None
+        d_logits = exps / total  # softmax(a), a fresh array: the rest is done in place
+        d_logits[rows, targets] -= 1
+        d_logits *= grad / n
+        return d_logits, None
 
 
 def logsumexp(a: np.ndarray, dim: int) -> np.ndarray:
@@ -90,9 +95,8 @@ def _check_targets(logits: np.ndarray, targets: np.ndarray) -> None:
     if len(targets) != len(logits):
         raise ValueError(f"cross_entropy: {len(logits)} rows of logits but {len(targets)} targets")
     classes = logits.shape[1]
-    bad = (targets < 0) | (targets >= classes)
-    if bad.any():
-        i = int(np.argmax(bad))
+    if len(targets) and (targets.min() < 0 or targets.max() >= classes):
+        i = int(np.argmax((targets < 0) | (targets >= classes)))
         raise ValueError(
             f"cross_entropy: target {int(targets[i])} at position {i} is not a class index; "
             f"with {classes} classes use 0 to {classes - 1}"

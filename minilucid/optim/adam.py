@@ -59,14 +59,21 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = np.zeros_like(p.data)
         state["step"] += 1
         t = state["step"]
-        m = state["exp_avg"] = beta1 * state["exp_avg"] + (1 - beta1) * g
-        v = state["exp_avg_sq"] = beta2 * state["exp_avg_sq"] + (1 - beta2) * g * g
+        # m <- beta1 m + (1 - beta1) g  and  v <- beta2 v + (1 - beta2) g^2, in place: the
+        # buffers are the optimiser's own (state_dict and load_state_dict copy them)
+        m, v = state["exp_avg"], state["exp_avg_sq"]
+        m *= beta1
+        m += (1 - beta1) * g
+        v *= beta2
+        v += (1 - beta2) * g * g
         if group["amsgrad"]:  # never let the denominator shrink
-            v = state["max_exp_avg_sq"] = np.maximum(state["max_exp_avg_sq"], v)
+            v = np.maximum(state["max_exp_avg_sq"], v, out=state["max_exp_avg_sq"])
         # p <- p - lr * m_hat / (sqrt(v_hat) + eps), with m_hat = m / (1 - beta1^t) and
         # v_hat = v / (1 - beta2^t); eps is added after the square root
         bias1, bias2 = 1 - beta1**t, 1 - beta2**t
-        denom = np.sqrt(v) / math.sqrt(bias2) + eps
+        denom = np.sqrt(v)
+        denom /= math.sqrt(bias2)
+        denom += eps
         p.data -= (lr / bias1) * m / denom
 
 
