@@ -100,7 +100,7 @@ def backward(
             for hook in node._hooks:
                 new = hook(grad)
                 if new is not None:
-                    grad = _as_graph(new) if create_graph else _plain(new)
+                    grad = _hooked(new, hook) if create_graph else _plain(new)
         ctx = node._ctx
         if wanted is not None:
             if id(node) in wanted:
@@ -270,5 +270,15 @@ def _graph_gradient(g, data: np.ndarray, ctx) -> Tensor:
     return g
 
 
-def _as_graph(x) -> Tensor:
-    return x if isinstance(x, Tensor) else Tensor(x)
+def _hooked(new, hook) -> Tensor:
+    """What a hook returned under create_graph: it must be a tensor, or the graph of the
+    gradient would be cut there and every higher derivative through it silently wrong."""
+    if isinstance(new, Tensor):
+        return new
+    name = getattr(hook, "__qualname__", type(hook).__name__)
+    raise TypeError(
+        f"create_graph: the hook {name} returned a {_type_name(new)}, not a tensor. Under "
+        "create_graph a hook receives the gradient as a tensor with a graph; return a tensor "
+        "computed from it with tensor operations (e.g. grad * 2, grad.clamp(-1, 1)), or None "
+        "to leave it unchanged."
+    )

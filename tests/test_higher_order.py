@@ -311,3 +311,27 @@ def test_second_grad_of_a_linear_function_says_it_is_constant():
     np.testing.assert_array_equal(g.data, [3.0, 3.0])
     with pytest.raises(RuntimeError, match="does not require grad"):
         ml.grad(g.sum(), x)
+
+
+def test_a_hook_under_create_graph_keeps_the_graph_or_is_refused():
+    """A hook that returns a tensor computed from the gradient stays in the graph (the second
+    derivative sees it); one that returns a NumPy array would cut the graph, and is refused."""
+    x = ml.tensor(1.5, dtype=ml.float64, requires_grad=True)
+    y = x * x * x
+    y.register_hook(lambda g: g * 2)
+    (dx,) = ml.grad(y, x, create_graph=True)
+    assert np.isclose(dx.item(), 2 * 3 * 1.5**2)
+    (d2x,) = ml.grad(dx, x)
+    assert np.isclose(d2x.item(), 2 * 6 * 1.5)
+
+    z = ml.tensor(1.5, dtype=ml.float64, requires_grad=True)
+    w = z * z * z
+
+    def to_numpy(g):
+        return np.asarray(g.data) * 2
+
+    w.register_hook(to_numpy)
+    with pytest.raises(TypeError, match=r"create_graph: the hook .*to_numpy returned a "):
+        ml.grad(w, z, create_graph=True)
+    (first,) = ml.grad(w, z)  # first order: any array will do
+    assert np.isclose(first, 2 * 3 * 1.5**2)
