@@ -3,9 +3,9 @@
 Each public name below is built, and explained, in one chapter of the course.
 """
 
-from minilucid.tensor import Tensor, float32, float64, int64  # isort: split
+from minilucid.tensor import Tensor, float32, float64, int64, long  # isort: split
 
-from minilucid import data, datasets, nn, optim
+from minilucid import data, datasets, nn, optim, utils
 from minilucid.autograd import grad
 from minilucid.creation import (
     arange,
@@ -48,6 +48,7 @@ __all__ = [
     "is_grad_enabled",
     "load",
     "log",
+    "long",
     "nn",
     "manual_seed",
     "no_grad",
@@ -64,6 +65,7 @@ __all__ = [
     "stack",
     "tanh",
     "tensor",
+    "utils",
     "where",
     "zeros",
     "zeros_like",

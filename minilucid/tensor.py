@@ -10,6 +10,7 @@ import numpy as np
 float32 = np.dtype("float32")
 float64 = np.dtype("float64")
 int64 = np.dtype("int64")
+long = int64  # PyTorch's other name for int64, the dtype of class labels
 
 
 def _as_array(data, dtype, where: str) -> np.ndarray:
@@ -377,6 +378,11 @@ class Tensor:
     def __float__(self) -> float:
         return float(self.item())
 
+    # --- chapter 12: what the capstone needs ------------------------------------------------
+
+    def argmax(self, dim=None, keepdim: bool = False, *, axis=None):
+        return Tensor(argmax(self.data, dim=_dim(dim, axis, "argmax"), keepdim=keepdim))
+
 
 def _plain(x):
     return x.data if isinstance(x, Tensor) else x
@@ -387,7 +393,7 @@ from minilucid.autograd import backward  # noqa: E402
 from minilucid.ops.elementwise import Add, Div, Mul, Neg, Pow, Sub  # noqa: E402
 from minilucid.ops.inplace import overwrite, update  # noqa: E402
 from minilucid.ops.linalg import MatMul  # noqa: E402
-from minilucid.ops.reduce import Max, Mean, Min, Sum  # noqa: E402
+from minilucid.ops.reduce import Max, Mean, Min, Sum, argmax  # noqa: E402
 from minilucid.ops.shape import (  # noqa: E402
     GetItem,
     Permute,

@@ -289,3 +289,53 @@ def test_functional():
     mse = F.mse_loss(ml.tensor([1.0, 2.0]), ml.tensor([0.0, 4.0]))
     assert mse.item() == pytest.approx(2.5)
     np.testing.assert_allclose(F.relu(ml.tensor([-1.0, 2.0])).data, [0.0, 2.0])
+
+
+# --------------------------------------------------------------------------------------------
+# The names the capstone of chapter 12 needs to run unchanged under PyTorch
+
+
+def test_long_is_int64_and_labels_made_with_it_are_int64():
+    assert ml.long is ml.int64
+    labels = ml.tensor(np.array([3, 1, 4], dtype=np.uint8), dtype=ml.long)
+    assert labels.dtype == np.int64
+    np.testing.assert_array_equal(labels.data, [3, 1, 4])
+
+
+def test_utils_data_is_minilucid_data_under_pytorchs_path():
+    assert ml.utils.data is ml.data
+    assert ml.utils.data.DataLoader is ml.data.DataLoader
+    x, y = ml.arange(10.0).reshape(5, 2), ml.arange(5)
+    loader = ml.utils.data.DataLoader(ml.utils.data.TensorDataset(x, y), batch_size=2)
+    assert [len(yb) for _, yb in loader] == [2, 2, 1]
+
+
+def test_argmax_like_torch():
+    x = ml.tensor([[1.0, 3.0, 3.0], [7.0, 0.0, 2.0]])
+    assert x.argmax().dtype == np.int64 and x.argmax().shape == ()
+    assert x.argmax().item() == 3  # into the flattened tensor
+    np.testing.assert_array_equal(x.argmax(dim=1).data, [1, 0])  # a tie: the first one
+    np.testing.assert_array_equal(x.argmax(dim=0).data, [1, 0, 0])
+    np.testing.assert_array_equal(x.argmax(dim=-1, keepdim=True).data, [[1], [0]])
+    np.testing.assert_array_equal(x.argmax(axis=1).data, x.argmax(dim=1).data)
+    assert x.argmax(keepdim=True).shape == (1, 1)
+    assert ml.tensor(5.0).argmax(dim=0).item() == 0
+    nan = ml.tensor([1.0, float("nan"), 9.0])
+    assert nan.argmax().item() == 1  # as in torch, nan is the largest
+    assert ml.zeros(0, 3).argmax(dim=1).shape == (0,)
+
+
+def test_argmax_needs_no_gradient_and_records_no_graph():
+    x = ml.tensor([[0.2, 0.9], [0.8, 0.1]], requires_grad=True)
+    index = x.argmax(dim=1)
+    assert not index.requires_grad and index.grad_fn is None
+
+
+def test_counting_correct_predictions_as_in_pytorch():
+    logits = ml.tensor([[0.1, 2.0, 0.3], [1.5, 0.2, 0.1], [0.0, 0.1, 0.9], [2.0, 0.0, 3.0]])
+    y = ml.tensor([1, 0, 1, 2])
+    hits = logits.argmax(dim=1) == y
+    assert hits.dtype == bool
+    correct = hits.sum()
+    assert correct.dtype == np.int64 and correct.shape == ()
+    assert correct.item() == 3 and isinstance(correct.item(), int)

@@ -399,6 +399,30 @@ BAD = [
         RuntimeError,
         r"^requires_grad_: this tensor was computed by an op; use \.detach\(\)",
     ),
+    (
+        "argmax dim out of range",
+        lambda: x23().argmax(dim=2),
+        IndexError,
+        r"^argmax: dim 2 is out of range for a tensor with 2 dimensions \(use -2 to 1\)",
+    ),
+    (
+        "argmax several dims",
+        lambda: x23().argmax(dim=(0, 1)),
+        TypeError,
+        r"^argmax: dim must be one int .*got \(0, 1\); .*flatten them",
+    ),
+    (
+        "argmax of an empty tensor",
+        lambda: ml.zeros(0, 3).argmax(),
+        ValueError,
+        r"^argmax: the tensor of shape \(0, 3\) is empty",
+    ),
+    (
+        "argmax along an empty dim",
+        lambda: ml.zeros(0, 3).argmax(dim=0),
+        ValueError,
+        r"^argmax: dim 0 of the tensor of shape \(0, 3\) is empty",
+    ),
 ]
 
 

@@ -107,3 +107,21 @@ def test_optimiser_steps_agree_with_torch(name, options):
         TF.cross_entropy(torch.tensor(x) @ tw, torch.tensor(targets)).backward()
         topt.step()
     np.testing.assert_allclose(w.data, tw.detach().numpy(), rtol=1e-8, atol=1e-10)
+
+
+# --------------------------------------------------------------------------------------------
+# argmax (no gradient): the same indices, ties and nan included
+
+
+@pytest.mark.parametrize(
+    ("dim", "keepdim"), [(None, False), (None, True), (0, False), (1, True), (-1, False)]
+)
+def test_argmax_agrees_with_torch(dim, keepdim):
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 3, size=(4, 5, 3)).astype(np.float64)  # small integers: many ties
+    x[2, 1, 0] = np.nan
+    out = ml.tensor(x).argmax(dim=dim, keepdim=keepdim)
+    expected = torch.tensor(x).argmax(dim=dim, keepdim=keepdim)
+    assert out.shape == tuple(expected.shape)
+    assert str(out.dtype) == str(expected.dtype).removeprefix("torch.")
+    np.testing.assert_array_equal(out.data, expected.numpy())

@@ -81,6 +81,30 @@ class Min(Function):
         return _to_extremes(ctx, grad)
 
 
+def argmax(a: np.ndarray, dim=None, keepdim: bool = False) -> np.ndarray:
+    """The int64 index of the largest entry along dim (the first one on a tie, a nan beats
+    any number); dim=None: the index into the flattened array. Indices have no gradient."""
+    if isinstance(dim, tuple | list):
+        raise TypeError(
+            f"argmax: dim must be one int (or None for the whole tensor), got {dim!r}; "
+            "to search several dimensions, flatten them into one first"
+        )
+    if dim is None:
+        if a.size == 0:
+            raise ValueError(f"argmax: the tensor of shape {a.shape} is empty")
+        index = np.asarray(np.argmax(a), dtype=np.int64)
+        return index.reshape((1,) * a.ndim) if keepdim else index
+    axis = _axis(dim, a.ndim, "argmax")
+    if a.ndim == 0:  # one number: its index is 0
+        return np.zeros((), dtype=np.int64)
+    if a.shape[axis] == 0:
+        raise ValueError(
+            f"argmax: dim {dim} of the tensor of shape {a.shape} is empty, so it has no "
+            "largest entry"
+        )
+    return np.argmax(a, axis=axis, keepdims=keepdim).astype(np.int64, copy=False)
+
+
 def _axes(dim, ndim: int, op: str) -> tuple:
     """dim None, an int or a tuple of ints -> a sorted tuple of non-negative axes."""
     if dim is None:
