@@ -44,6 +44,8 @@ COMPOSED = [
         ((4, 3), (3,), (3,)),
     ),
     Case("linear", lambda m, F, x, w, b: F.linear(x, w, b), None, ((4, 3), (2, 3), (2,))),
+    Case("linear 3-d", lambda m, F, x, w, b: F.linear(x, w, b), None, ((2, 4, 3), (2, 3), (2,))),
+    Case("linear no bias", lambda m, F, x, w: F.linear(x, w), None, ((4, 3), (2, 3))),
     Case("mse_loss of tanh", lambda m, F, a, b: F.mse_loss(a.tanh(), b), None, ((2, 3), (2, 3))),
 ]
 CASES = CASES + COMPOSED
