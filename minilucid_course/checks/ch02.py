@@ -11,13 +11,7 @@ from minilucid.numerical import numerical_grad
 from minilucid.ops.elementwise import Div, Mul
 from minilucid.tensor import Tensor
 from minilucid.viz import draw_graph
-from minilucid_course.checks.common import call
-
-_ROUNDING = 6  # how many significant digits a message shows
-
-
-def _num(x) -> str:
-    return f"{float(x):.{_ROUNDING}g}"
+from minilucid_course.checks.common import call, number
 
 
 def _entry(index: tuple) -> str:
@@ -64,8 +58,8 @@ def _compare(name, input_name, got, expected, shapes_note, hint=None) -> None:
         index = tuple(int(i) for i in np.argwhere(bad)[0])
         message = (
             f"{name}.backward: the gradient of input {input_name} is wrong at "
-            f"{_entry(index)}: expected {_num(expected[index])} (central differences), "
-            f"got {_num(got[index])}. {shapes_note}."
+            f"{_entry(index)}: expected {number(expected[index])} (central differences), "
+            f"got {number(got[index])}. {shapes_note}."
         )
         if np.allclose(got, -expected, rtol=1e-5, atol=1e-6):
             message += " Every entry has the wrong sign."
@@ -102,8 +96,8 @@ def _check_binary(op, name, reference, cases, hints, forward_given=True):
                 + (
                     f"shape {out.data.shape}, expected {expected_out.shape}"
                     if index is None
-                    else f"{_entry(index)} is {_num(out.data[index])}, "
-                    f"expected {_num(expected_out[index])}"
+                    else f"{_entry(index)} is {number(out.data[index])}, "
+                    f"expected {number(expected_out[index])}"
                 )
                 + "."
             )
@@ -213,8 +207,8 @@ def check_numerical_grad(fn) -> None:
             index = tuple(int(i) for i in np.argwhere(bad)[0])
             message = (
                 f"the gradient of {label} at x = {x0.tolist()} with eps = {eps} is wrong at "
-                f"entry {index}: the exact value is {_num(exact[index])}, you got "
-                f"{_num(got[index])}."
+                f"entry {index}: the exact value is {number(exact[index])}, you got "
+                f"{number(got[index])}."
             )
             if np.allclose(got, 2 * exact, atol=1e-5):
                 message += " It is twice too big: the two points are 2 * eps apart."

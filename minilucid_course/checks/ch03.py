@@ -8,13 +8,9 @@ import numpy as np
 
 from minilucid.autograd import backward, topological_order
 from minilucid.tensor import Tensor
-from minilucid_course.checks.common import call
+from minilucid_course.checks.common import call, number
 
 CHAIN_DEPTH = 100_000
-
-
-def _num(x) -> str:
-    return f"{float(x):.6g}"
 
 
 def _leaf(values, name):
@@ -163,7 +159,7 @@ def check_topological_order(sort) -> None:
                 index = tuple(int(i) for i in np.argwhere(~np.isclose(got, expected))[0])
                 raise AssertionError(
                     f"on {label}, backward driven by your sort gave {mine.name}.grad "
-                    f"{_num(got[index])} at entry {index}, expected {_num(expected[index])}."
+                    f"{number(got[index])} at entry {index}, expected {number(expected[index])}."
                 )
     print(
         f"✓ your topological_order drives minilucid's backward correctly on {len(GRAPHS)} "
@@ -173,8 +169,8 @@ def check_topological_order(sort) -> None:
     steps = []
     backward(root, gradient=np.ones_like(root.data), sort=sort, trace=steps)
     print("  the diamond's backward, in the order your sort gave:")
-    for number, (t, grad, _) in enumerate(steps, start=1):
-        print(f"  step {number}: {t.name:<5} receives {np.array2string(grad, precision=4)}")
+    for step, (t, grad, _) in enumerate(steps, start=1):
+        print(f"  step {step}: {t.name:<5} receives {np.array2string(grad, precision=4)}")
 
 
 # --- exercise 2: the reverse sweep ----------------------------------------------------------
@@ -237,7 +233,7 @@ def check_backward_sweep(sweep) -> None:
                 index = tuple(int(i) for i in np.argwhere(bad)[0])
                 message = (
                     f"on {label}, d({root.name})/d({name}) is wrong at entry {index}: "
-                    f"expected {_num(expected[index])}, got {_num(got[index])}."
+                    f"expected {number(expected[index])}, got {number(got[index])}."
                 )
                 if t is root:
                     message += " The root's own gradient is the seed: all ones."
@@ -332,9 +328,10 @@ def check_hand_gradients(grads) -> None:
             raise AssertionError(f"the gradient for {name!r} must be a number") from None
         if not np.isclose(got, expected):
             raise AssertionError(
-                f"d(loss)/d({name}) should be {_num(expected)}, you wrote {_num(got)}. " + why[name]
+                f"d(loss)/d({name}) should be {number(expected)}, you wrote {number(got)}. "
+                + why[name]
             )
-    listing = ", ".join(f"{n} {_num(nodes[n].grad)}" for n in order)
+    listing = ", ".join(f"{n} {number(nodes[n].grad)}" for n in order)
     print(f"✓ all five gradients agree with minilucid's backward: {listing}")
 
 
@@ -396,8 +393,8 @@ def check_scalar_engine(Scalar) -> None:
         value, grads = _engine_reference(fn, values)
         if not np.isclose(float(out.data), value, rtol=1e-9, atol=1e-12):
             raise AssertionError(
-                f"{label} at {values}: your Scalar computes {_num(out.data)}, "
-                f"expected {_num(value)}. Check the forward computation of its ops."
+                f"{label} at {values}: your Scalar computes {number(out.data)}, "
+                f"expected {number(value)}. Check the forward computation of its ops."
             )
         for i, (leaf, expected) in enumerate(zip(leaves, grads, strict=True)):
             got = getattr(leaf, "grad", None)
@@ -410,7 +407,7 @@ def check_scalar_engine(Scalar) -> None:
                 )
                 raise AssertionError(
                     f"{label} at {values}: the gradient of leaf {i + 1} ({names[i]}) is "
-                    f"{got if got is None else _num(got)}, expected {_num(expected)}: {why}."
+                    f"{got if got is None else number(got)}, expected {number(expected)}: {why}."
                 )
     # a chain deeper than Python's recursion limit
     x = Scalar(1.0)
@@ -422,7 +419,7 @@ def check_scalar_engine(Scalar) -> None:
     if not np.isclose(float(x.grad), expected, rtol=1e-9):
         raise AssertionError(
             f"on a chain of {ENGINE_CHAIN:,} multiplications by 1.0001 the leaf's gradient is "
-            f"{_num(x.grad)}, expected {_num(expected)}"
+            f"{number(x.grad)}, expected {number(expected)}"
         )
     print(
         f"✓ your Scalar engine agrees with minilucid on {len(ENGINE_CASES)} expressions (reuse, "
@@ -491,8 +488,8 @@ def check_train_neuron(train_neuron) -> None:
                     "gradient, w.data -= lr * w.grad"
                 )
             raise AssertionError(
-                f"step {step}: your loss is {_num(got)}, minilucid's replay gives "
-                f"{_num(expected)}; {what}"
+                f"step {step}: your loss is {number(got)}, minilucid's replay gives "
+                f"{number(expected)}; {what}"
             )
     try:
         final = float(w), float(b)
@@ -500,10 +497,12 @@ def check_train_neuron(train_neuron) -> None:
         raise AssertionError("return w and b as numbers (w.data, b.data), not Scalars") from None
     if not np.allclose(final, (w_ref, b_ref), rtol=1e-7, atol=1e-10):
         raise AssertionError(
-            f"the losses are right but the final (w, b) = ({_num(final[0])}, {_num(final[1])}) is "
-            f"not ({_num(w_ref)}, {_num(b_ref)}); return them after the last update"
+            f"the losses are right but the final (w, b) = ({number(final[0])}, "
+            f"{number(final[1])}) is not ({number(w_ref)}, {number(b_ref)}); return them after "
+            "the last update"
         )
     print(
-        f"✓ your neuron trains exactly as minilucid's replay: loss {_num(losses[0])} -> "
-        f"{_num(losses[-1])} in {d['steps']} steps, w = {_num(final[0])}, b = {_num(final[1])}"
+        f"✓ your neuron trains exactly as minilucid's replay: loss {number(losses[0])} -> "
+        f"{number(losses[-1])} in {d['steps']} steps, w = {number(final[0])}, "
+        f"b = {number(final[1])}"
     )

@@ -15,14 +15,10 @@ from minilucid.function import Function
 from minilucid.gradcheck import gradcheck
 from minilucid.ops.elementwise import Add, Mul
 from minilucid.tensor import Tensor, float64
-from minilucid_course.checks.common import call
+from minilucid_course.checks.common import call, number
 
 # --------------------------------------------------------------------------------------------
 # Shared helpers
-
-
-def _number(x) -> str:
-    return f"{float(x):.6g}"
 
 
 def _entry(where: tuple) -> str:
@@ -43,8 +39,8 @@ def _compare(what: str, got, expected: np.ndarray, note: str = "") -> None:
     if bad.any():
         where = np.unravel_index(int(np.argmax(bad)), expected.shape)
         raise AssertionError(
-            f"{what}: wrong at entry {_entry(where)}: expected {_number(expected[where])}, "
-            f"got {_number(got[where])} ({int(bad.sum())} of {expected.size} entries differ)"
+            f"{what}: wrong at entry {_entry(where)}: expected {number(expected[where])}, "
+            f"got {number(got[where])} ({int(bad.sum())} of {expected.size} entries differ)"
             f"{note}"
         )
 
