@@ -3,7 +3,7 @@
 import numpy as np
 
 from minilucid.function import Function
-from minilucid.tensor import Tensor
+from minilucid.tensor import _plain
 
 
 class Exp(Function):
@@ -71,7 +71,7 @@ class Abs(Function):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return grad * np.sign(a.data if isinstance(a, Tensor) else a)  # a constant mask
+        return grad * np.sign(_plain(a))  # a constant mask, even when a is a tensor
 
 
 class Clamp(Function):
