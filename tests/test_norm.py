@@ -264,22 +264,12 @@ def _batchnorm_against_torch(torch, ours_cls, theirs_cls, dims):
     rng = np.random.default_rng(7)
     ours = ours_cls(3, momentum=0.3, dtype=ml.float64)
     theirs = theirs_cls(3, momentum=0.3).double()
-    w, b = rng.standard_normal(3), rng.standard_normal(3)
-    ours.weight.data[...], ours.bias.data[...] = w, b
-    with torch.no_grad():
-        theirs.weight.copy_(torch.tensor(w))
-        theirs.bias.copy_(torch.tensor(b))
+    _same_parameters(torch, ours, theirs, rng.standard_normal(3), rng.standard_normal(3))
     assert list(ours.state_dict()) == list(theirs.state_dict())
-    assert repr(ours) == repr(theirs)
     for step in range(5):
-        x = rng.standard_normal(dims) * 2 + step
-        g = rng.standard_normal(dims)
-        xo, xt = t64(x, True), torch.tensor(x, requires_grad=True)
-        out_o, out_t = ours(xo), theirs(xt)
-        assert np.allclose(out_o.data, out_t.detach().numpy(), atol=1e-12)
-        out_o.backward(g)
-        out_t.backward(torch.tensor(g))
-        assert np.allclose(xo.grad, xt.grad.numpy(), atol=1e-10)
+        _same_step(
+            torch, ours, theirs, rng.standard_normal(dims) * 2 + step, rng.standard_normal(dims)
+        )
     assert np.allclose(ours.weight.grad, theirs.weight.grad.numpy(), atol=1e-10)
     assert np.allclose(ours.bias.grad, theirs.bias.grad.numpy(), atol=1e-10)
     for key, value in theirs.state_dict().items():
@@ -292,20 +282,31 @@ def _batchnorm_against_torch(torch, ours_cls, theirs_cls, dims):
 def test_layernorm_equals_torchs(torch):
     rng = np.random.default_rng(8)
     ours, theirs = nn.LayerNorm((3, 4), dtype=ml.float64), torch.nn.LayerNorm((3, 4)).double()
-    w, b = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    _same_parameters(torch, ours, theirs, rng.standard_normal((3, 4)), rng.standard_normal((3, 4)))
+    _same_step(
+        torch, ours, theirs, rng.standard_normal((2, 3, 4)) * 3, rng.standard_normal((2, 3, 4))
+    )
+    assert np.allclose(ours.weight.grad, theirs.weight.grad.numpy(), atol=1e-10)
+
+
+def _same_parameters(torch, ours, theirs, w, b) -> None:
+    """Give our layer and torch's the same weight and bias; their reprs must agree too."""
     ours.weight.data[...], ours.bias.data[...] = w, b
     with torch.no_grad():
         theirs.weight.copy_(torch.tensor(w))
         theirs.bias.copy_(torch.tensor(b))
     assert repr(ours) == repr(theirs)
-    x, g = rng.standard_normal((2, 3, 4)) * 3, rng.standard_normal((2, 3, 4))
+
+
+def _same_step(torch, ours, theirs, x, g) -> None:
+    """One forward and backward (gradient g) of both layers: equal outputs and input gradients;
+    the parameters' gradients accumulate for the caller to compare."""
     xo, xt = t64(x, True), torch.tensor(x, requires_grad=True)
     out_o, out_t = ours(xo), theirs(xt)
     assert np.allclose(out_o.data, out_t.detach().numpy(), atol=1e-12)
     out_o.backward(g)
     out_t.backward(torch.tensor(g))
     assert np.allclose(xo.grad, xt.grad.numpy(), atol=1e-10)
-    assert np.allclose(ours.weight.grad, theirs.weight.grad.numpy(), atol=1e-10)
 
 
 def test_dropout_scaling_and_eval_equal_torchs(torch):
