@@ -19,6 +19,7 @@ import os
 import textwrap
 import warnings
 from pathlib import Path
+from typing import NamedTuple
 
 import matplotlib
 
@@ -167,3 +168,31 @@ def edited(nb_path, answer_id: str, edits) -> str:
         assert old in source, f"the solution of {answer_id} changed; update this mutant"
         source = source.replace(old, new)
     return source
+
+
+# --- the one style of mutation test (tests/test_exercises_chNN.py) --------------------------
+#
+# Every chapter's test file declares
+#     EXERCISES = {"key": ("<answer grade_id>", "<check grade_id>"), ...}
+#     MUTANTS = {"key": {"a wrong answer, in plain words": <mutant>, ...}, ...}
+# where a <mutant> is a whole answer text, a list of (old, new) edits of the solution's answer,
+# or Wrong(<text or edits>, "word", ...) when the check's message must also name the mistake.
+# The tests are parametrized over MUTANTS, and the teacher's tables (minilucid_course/teaching.py)
+# read the labels from MUTANTS alone, so a wrong answer the tests feed is a row of the table.
+
+
+class Wrong(NamedTuple):
+    """A wrong answer, and the words the check's message must contain when it rejects it."""
+
+    edits: object
+    words: tuple[str, ...] = ()
+
+    def __new__(cls, edits, *words: str):
+        return super().__new__(cls, edits, tuple(words))
+
+
+def mutant_parts(mutant) -> tuple[object, tuple[str, ...]]:
+    """(edits, words) of a MUTANTS entry, whether or not it is wrapped in Wrong."""
+    if isinstance(mutant, Wrong):
+        return mutant.edits, mutant.words
+    return mutant, ()
