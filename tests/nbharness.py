@@ -19,7 +19,6 @@ import os
 import textwrap
 import warnings
 from pathlib import Path
-from typing import NamedTuple
 
 import matplotlib
 
@@ -181,14 +180,14 @@ def edited(nb_path, answer_id: str, edits) -> str:
 # read the labels from MUTANTS alone, so a wrong answer the tests feed is a row of the table.
 
 
-class Wrong(NamedTuple):
+class Wrong:
     """A wrong answer, and the words the check's message must contain when it rejects it."""
 
-    edits: object
-    words: tuple[str, ...] = ()
+    def __init__(self, edits, *words: str):
+        self.edits, self.words = edits, tuple(words)
 
-    def __new__(cls, edits, *words: str):
-        return super().__new__(cls, edits, tuple(words))
+    def __repr__(self) -> str:
+        return f"Wrong({self.edits!r}, *{self.words!r})"
 
 
 def mutant_parts(mutant) -> tuple[object, tuple[str, ...]]:
