@@ -1,163 +1,330 @@
 """Chapter 11 (Regularisation and normalisation): every exercise check accepts the solution and
-rejects wrong answers.
+rejects plausible wrong answers.
 
-Each wrong answer below is a mistake people make when they write dropout, derive batch norm's
-backward pass or write layer norm; the check must reject it and, where it can tell, name it.
+Each wrong answer below is a mistake people make when they write dropout, batch norm's forward
+pass with its running statistics, batch norm's backward pass by hand or layer norm. One style
+(tests/nbharness.py): EXERCISES names each exercise's answer and check cells, MUTANTS the wrong
+answers as edits of the solution's answer; Wrong(...) also names words the message must contain.
 """
 
-import functools
+from __future__ import annotations
+
+import re
 from pathlib import Path
 
 import pytest
-from nbharness import edited, rejected, run_check, unanswered
+from nbharness import Wrong, answer_source, edited, mutant_parts, run_check
 
 NB = Path(__file__).resolve().parents[1] / "solutions" / "11_regularisation_and_normalisation.ipynb"
 
-_rejected = functools.partial(rejected, NB)
-_unanswered = functools.partial(unanswered, NB)
+EXERCISES = {
+    "dropout": ("ex11_1_dropout_answer", "ex11_1_dropout_check"),
+    "batch_norm": ("ex11_2_batch_norm_answer", "ex11_2_batch_norm_check"),
+    "batch_norm_backward": (
+        "ex11_3_batch_norm_backward_answer",
+        "ex11_3_batch_norm_backward_check",
+    ),
+    "layer_norm": ("ex11_4_layer_norm_answer", "ex11_4_layer_norm_check"),
+}
+DONE = {
+    "dropout": "✓ my_dropout",
+    "batch_norm": "✓ MyBatchNorm1d",
+    "batch_norm_backward": "✓ batch_norm_backward",
+    "layer_norm": "✓ my_layer_norm",
+}
 
-# --------------------------------------------------------------------------------------------
-# Exercise 1: my_dropout
-
-EX1 = ("ex11_1_dropout_check", "ex11_1_dropout_answer")
 KEEP = "keep = ml.rand(*x.shape, dtype=np.float64).data >= p"
 SCALE = "return x * (keep / (1 - p)).astype(x.dtype)"
 
+RUNNING_MEAN = "self.running_mean.data = (1 - m) * self.running_mean.data + m * mean.data"
+RUNNING_VAR = "self.running_var.data = (1 - m) * self.running_var.data + m * unbiased"
+EVAL = "x_hat = (x - self.running_mean.data) / np.sqrt(self.running_var.data + self.eps)"
+AFFINE = "return x_hat * self.weight + self.bias"
+VAR_BUFFER = 'self.register_buffer("running_var", Tensor(np.ones(num_features, dtype=np.float32)))'
+MEAN_BUFFER = (
+    'self.register_buffer("running_mean", Tensor(np.zeros(num_features, dtype=np.float32)))'
+)
 
-def _dropout(*edits):
-    return edited(NB, EX1[1], list(edits))
-
-
-def test_ex1_solution_passes(capsys):
-    run_check(NB, EX1[0])
-    assert "✓ my_dropout" in capsys.readouterr().out
-
-
-def test_ex1_unanswered_raises_not_implemented():
-    _unanswered(*EX1)
-
-
-@pytest.mark.parametrize(
-    ("edits", "words"),
-    [
-        ([(KEEP, KEEP.replace(">= p", "< p"))], ["probability of *dropping*"]),
-        ([(SCALE, "return x * keep.astype(x.dtype)")], ["1 / (1 - p)", "not scaled"]),
-        ([(SCALE, "return x * (keep * (1 - p)).astype(x.dtype)")], ["shrinks"]),
-        ([(SCALE, "return x * (keep / (1 - p))")], ["float32"]),
-        ([("if not training or p == 0:", "if p == 0:")], ["training=False", "evaluation"]),
-        ([("    if p == 1:\n        return x * np.zeros(x.shape, dtype=x.dtype)\n", "")],
-         ["p=1.0", "zeros"]),
-        ([(KEEP, "keep = np.random.random(x.shape) >= p")], ["ml.manual_seed", "ml.rand"]),
-        ([(KEEP, "keep = np.random.default_rng(0).random(x.shape) >= p")], ["same entries"]),
-        ([(SCALE, "return Tensor(x.data * (keep / (1 - p)).astype(x.dtype))")],
-         ["x.grad is None", "no graph"]),
-        ([(KEEP, "keep = ml.rand(x.shape[-1], dtype=np.float64).data >= p")],
-         ["kept"]),
-    ],
-    ids=["keeps-p", "no-scaling", "scales-by-1-p", "float64-mask", "drops-in-eval",
-         "divides-by-zero", "numpy-global-rng", "fixed-mask", "off-the-graph", "one-mask-per-row"],
-)  # fmt: skip
-def test_ex1_rejects(edits, words):
-    _rejected(*EX1, _dropout(*edits), *words)
-
-
-# --------------------------------------------------------------------------------------------
-# Exercise 2: batch norm's backward by hand
-
-EX2 = ("ex11_2_batch_norm_backward_check", "ex11_2_batch_norm_backward_answer")
 DX = "dx = (g - g.mean(axis=0) - x_hat * (g * x_hat).mean(axis=0)) / std"
 
-
-def _backward(*edits):
-    return edited(NB, EX2[1], list(edits))
-
-
-def test_ex2_solution_passes(capsys):
-    run_check(NB, EX2[0])
-    assert "✓ batch_norm_backward" in capsys.readouterr().out
-
-
-def test_ex2_unanswered_raises_not_implemented():
-    _unanswered(*EX2)
-
-
-@pytest.mark.parametrize(
-    ("edits", "words"),
-    [
-        ([(DX, "dx = g / std")], ["dx differs", "constants"]),
-        ([(DX, "dx = (g - x_hat * (g * x_hat).mean(axis=0)) / std")], ["sum to zero"]),
-        ([(DX, "dx = (g - g.mean(axis=0)) / std")], ["dx differs"]),
-        ([(DX, DX.replace("g * x_hat", "dout * x_hat"))], ["dx differs"]),
-        ([(DX, DX.replace("g = ", "g_ = ").replace("(g ", "(dout ").replace("g.mean", "dout.mean")
-           .replace("(g *", "(dout *")), ("g = dout * gamma", "g = dout")], ["dx differs"]),
-        ([("std = np.sqrt(x.var(axis=0) + eps)", "std = np.sqrt(x.var(axis=0, ddof=1) + eps)")],
-         ["dgamma", "biased"]),
-        ([("std = np.sqrt(x.var(axis=0) + eps)", "std = np.sqrt(x.var(axis=0)) + eps")],
-         ["dgamma", "inside the square root"]),
-        ([("dbeta = dout.sum(axis=0)", "dbeta = dout.mean(axis=0)")], ["dbeta", "sum"]),
-        ([("dgamma = (dout * x_hat).sum(axis=0)", "dgamma = dout * x_hat")],
-         ["dgamma has shape", "sum over the batch"]),
-        ([("dgamma = (dout * x_hat).sum(axis=0)", "dgamma = dout.sum(axis=0)")], ["dgamma"]),
-        ([("return dx, dgamma, dbeta", "return dx, dbeta, dgamma")], ["dbeta"]),
-        ([("return dx, dgamma, dbeta", "return dx")], ["returned ndarray", "tuple"]),
-    ],
-    ids=["mean-and-var-constant", "no-mean-path", "no-variance-path", "gamma-missing-in-a-term",
-         "gamma-forgotten", "unbiased-variance", "eps-outside-root", "dbeta-mean",
-         "dgamma-not-summed", "dgamma-without-x-hat", "swapped", "only-dx"],
-)  # fmt: skip
-def test_ex2_rejects(edits, words):
-    _rejected(*EX2, _backward(*edits), *words)
-
-
-def test_ex2_rejects_a_numerical_gradient_that_is_not_closed_form_only_by_its_errors():
-    """A loop over the examples that is right is accepted: the check judges values, not style."""
-    loop = _backward(
-        (
-            DX,
-            "dx = np.stack([(g[i] - g.mean(axis=0) - x_hat[i] * (g * x_hat).mean(axis=0)) "
-            "/ std for i in range(len(x))])",
-        )
-    )
-    run_check(NB, EX2[0], replace={EX2[1]: loop})
-
-
-# --------------------------------------------------------------------------------------------
-# Exercise 3: my_layer_norm
-
-EX3 = ("ex11_3_layer_norm_check", "ex11_3_layer_norm_answer")
 DIMS = "dims = tuple(range(x.ndim - len(normalized_shape), x.ndim))"
 VAR = "var = (centred * centred).mean(dim=dims, keepdim=True)"
 OUT = "out = centred / (var + eps).sqrt()"
 
+MUTANTS = {
+    "dropout": {
+        "keeps with probability p": Wrong(
+            [(KEEP, KEEP.replace(">= p", "< p"))], "probability of *dropping*"
+        ),
+        "no scaling": Wrong(
+            [(SCALE, "return x * keep.astype(x.dtype)")], "1 / (1 - p)", "not scaled"
+        ),
+        "scales by 1 - p": Wrong(
+            [(SCALE, "return x * (keep * (1 - p)).astype(x.dtype)")], "shrinks"
+        ),
+        "a float64 mask": Wrong([(SCALE, "return x * (keep / (1 - p))")], "float32"),
+        "drops in eval": Wrong(
+            [("if not training or p == 0:", "if p == 0:")], "training=False", "evaluation"
+        ),
+        "divides by zero at p = 1": Wrong(
+            [("    if p == 1:\n        return x * np.zeros(x.shape, dtype=x.dtype)\n", "")],
+            "p=1.0",
+            "zeros",
+        ),
+        "NumPy's global generator": Wrong(
+            [(KEEP, "keep = np.random.random(x.shape) >= p")], "ml.manual_seed", "ml.rand"
+        ),
+        "a fixed mask": Wrong(
+            [(KEEP, "keep = np.random.default_rng(0).random(x.shape) >= p")], "same entries"
+        ),
+        "off the graph": Wrong(
+            [(SCALE, "return Tensor(x.data * (keep / (1 - p)).astype(x.dtype))")],
+            "x.grad is None",
+            "no graph",
+        ),
+        "one mask per row": Wrong(
+            [(KEEP, "keep = ml.rand(x.shape[-1], dtype=np.float64).data >= p")], "kept"
+        ),
+    },
+    "batch_norm": {
+        "biased running variance": Wrong(
+            [("unbiased = var.data * n / (n - 1)", "unbiased = var.data")], "unbiased"
+        ),
+        "momentum inverted": Wrong(
+            [
+                (
+                    RUNNING_MEAN,
+                    "self.running_mean.data = m * self.running_mean.data + (1 - m) * mean.data",
+                ),
+                (
+                    RUNNING_VAR,
+                    "self.running_var.data = m * self.running_var.data + (1 - m) * unbiased",
+                ),
+            ],
+            "momentum is the weight of the new batch",
+        ),
+        "momentum fixed at 0.1": Wrong(
+            [("n, m = x.shape[0], self.momentum", "n, m = x.shape[0], 0.1")],
+            "momentum 0.3",
+            "running statistics are wrong",
+        ),
+        "running statistics never updated": Wrong(
+            [(RUNNING_MEAN, "pass"), (RUNNING_VAR, "pass")], "did not move"
+        ),
+        "eval uses the batch's statistics": Wrong(
+            [(EVAL, "x_hat = (x - x.mean(dim=0)) / np.sqrt(x.data.var(axis=0) + self.eps)")],
+            "eval mode",
+            "running statistics, not the batch's",
+        ),
+        "eval trains: batch statistics and updates": Wrong(
+            [("        if self.training:\n", "        if True:\n")],
+            "eval mode",
+            "running statistics changed",
+        ),
+        "running statistics updated in eval": Wrong(
+            [
+                (
+                    "        else:\n",
+                    "        else:\n            self.running_mean.data = 0.9 * "
+                    "self.running_mean.data + 0.1 * x.data.mean(axis=0)\n",
+                )
+            ],
+            "running statistics changed",
+        ),
+        "running mean kept on the graph": Wrong(
+            [(RUNNING_MEAN, "self.running_mean = (1 - m) * self.running_mean + m * mean")],
+            "requires grad",
+        ),
+        "eps outside the square root": Wrong(
+            [
+                (
+                    "x_hat = centred / (var + self.eps).sqrt()",
+                    "x_hat = centred / (var.sqrt() + self.eps)",
+                )
+            ],
+            "output differs",
+            "eps inside the square root",
+        ),
+        "unbiased variance to normalise": Wrong(
+            [
+                (
+                    "var = (centred * centred).mean(dim=0)  # biased: divides by n",
+                    "var = (centred * centred).sum(dim=0) / (n - 1)",
+                )
+            ],
+            "biased variance",
+        ),
+        "eval without eps": Wrong(
+            [(EVAL, EVAL.replace(" + self.eps)", ")"))], "eval mode", "output differs"
+        ),
+        "statistics over the features of each example": [
+            ("mean = x.mean(dim=0)", "mean = x.mean(dim=1, keepdim=True)"),
+            (
+                "var = (centred * centred).mean(dim=0)  # biased: divides by n",
+                "var = (centred * centred).mean(dim=1, keepdim=True)",
+            ),
+        ],
+        "running statistics as parameters": Wrong(
+            [
+                (
+                    MEAN_BUFFER,
+                    "self.running_mean = Parameter(np.zeros(num_features, dtype=np.float32))",
+                )
+            ],
+            "two Parameters",
+        ),
+        "running variance not a buffer": Wrong(
+            [(VAR_BUFFER, "self.running_var = Tensor(np.ones(num_features, dtype=np.float32))")],
+            "register_buffer",
+        ),
+        "running variance starts at zero": Wrong(
+            [(VAR_BUFFER, VAR_BUFFER.replace("np.ones(", "np.zeros("))], "running_var should start"
+        ),
+        "weight and bias swapped": Wrong(
+            [(AFFINE, "return x_hat * self.bias + self.weight")], "output differs"
+        ),
+        "weight and bias from .data": Wrong(
+            [(AFFINE, "return x_hat * self.weight.data + self.bias.data")], "weight.grad differs"
+        ),
+    },
+    "batch_norm_backward": {
+        "mean and variance taken as constants": Wrong(
+            [(DX, "dx = g / std")], "dx differs", "constants"
+        ),
+        "no path through the mean": Wrong(
+            [(DX, "dx = (g - x_hat * (g * x_hat).mean(axis=0)) / std")], "sum to zero"
+        ),
+        "no path through the variance": Wrong(
+            [(DX, "dx = (g - g.mean(axis=0)) / std")], "dx differs"
+        ),
+        "gamma missing in a term": Wrong(
+            [(DX, DX.replace("g * x_hat", "dout * x_hat"))], "dx differs"
+        ),
+        "gamma forgotten": Wrong(
+            [
+                (
+                    DX,
+                    DX.replace("(g ", "(dout ")
+                    .replace("g.mean", "dout.mean")
+                    .replace("(g *", "(dout *"),
+                ),
+                ("g = dout * gamma", "g = dout"),
+            ],
+            "dx differs",
+        ),
+        "unbiased variance": Wrong(
+            [
+                (
+                    "std = np.sqrt(x.var(axis=0) + eps)",
+                    "std = np.sqrt(x.var(axis=0, ddof=1) + eps)",
+                )
+            ],
+            "dgamma",
+            "biased",
+        ),
+        "eps outside the root": Wrong(
+            [("std = np.sqrt(x.var(axis=0) + eps)", "std = np.sqrt(x.var(axis=0)) + eps")],
+            "dgamma",
+            "inside the square root",
+        ),
+        "dbeta a mean": Wrong(
+            [("dbeta = dout.sum(axis=0)", "dbeta = dout.mean(axis=0)")], "dbeta", "sum"
+        ),
+        "dgamma not summed": Wrong(
+            [("dgamma = (dout * x_hat).sum(axis=0)", "dgamma = dout * x_hat")],
+            "dgamma has shape",
+            "sum over the batch",
+        ),
+        "dgamma without x_hat": Wrong(
+            [("dgamma = (dout * x_hat).sum(axis=0)", "dgamma = dout.sum(axis=0)")], "dgamma"
+        ),
+        "dgamma and dbeta swapped": Wrong(
+            [("return dx, dgamma, dbeta", "return dx, dbeta, dgamma")], "dbeta"
+        ),
+        "only dx": Wrong([("return dx, dgamma, dbeta", "return dx")], "returned ndarray", "tuple"),
+    },
+    "layer_norm": {
+        "over the batch": Wrong([(DIMS, "dims = (0,)")], "not over the batch"),
+        "last dimension only": Wrong(
+            [(DIMS, "dims = (x.ndim - 1,)")], "(3, 4)", "not only the last one"
+        ),
+        "unbiased variance": Wrong(
+            [
+                (
+                    VAR,
+                    "var = (centred * centred).sum(dim=dims, keepdim=True) / "
+                    "(np.prod(normalized_shape) - 1)",
+                )
+            ],
+            "biased",
+        ),
+        "eps outside the root": Wrong(
+            [(OUT, "out = centred / (var.sqrt() + eps)")], "inside the square root"
+        ),
+        "bias subtracted": Wrong([("out = out + bias", "out = out - bias")], "weight and bias"),
+        "off the graph": Wrong(
+            [(OUT, "out = Tensor(centred.data / np.sqrt(var.data + eps))")],
+            "grad is None",
+            "no graph",
+        ),
+        "standard deviation detached": Wrong(
+            [(OUT, "out = centred / Tensor(np.sqrt(var.data + eps))")], "x.grad differs"
+        ),
+    },
+}
 
-def _layer_norm(*edits):
-    return edited(NB, EX3[1], list(edits))
+
+def _run(exercise: str, answer: str | None = None):
+    """Run the notebook to this exercise's check, earlier checks skipped (they pass)."""
+    answer_id, check_id = EXERCISES[exercise]
+    order = [check for _, check in EXERCISES.values()]
+    replace = {check: "pass" for check in order[: order.index(check_id)]}
+    if answer is not None:
+        replace[answer_id] = answer
+    return run_check(NB, check_id, replace=replace)
 
 
-def test_ex3_solution_passes(capsys):
-    run_check(NB, EX3[0])
-    assert "✓ my_layer_norm" in capsys.readouterr().out
+def _stub(answer_id: str) -> str:
+    """The exercise notebook's stub: every solution region raises NotImplementedError."""
+    region = re.compile(r"^([ \t]*)### BEGIN SOLUTION\n.*?^[ \t]*### END SOLUTION", re.M | re.S)
+    return region.sub(r"\1raise NotImplementedError()", answer_source(NB, answer_id))
 
 
-def test_ex3_unanswered_raises_not_implemented():
-    _unanswered(*EX3)
+@pytest.mark.parametrize("exercise", list(EXERCISES))
+def test_the_solution_passes(exercise, capsys):
+    _run(exercise)
+    assert DONE[exercise] in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
-    ("edits", "words"),
-    [
-        ([(DIMS, "dims = (0,)")], ["not over the batch"]),
-        ([(DIMS, "dims = (x.ndim - 1,)")], ["(3, 4)", "not only the last one"]),
-        ([(VAR, "var = (centred * centred).sum(dim=dims, keepdim=True) / "
-                "(np.prod(normalized_shape) - 1)")], ["biased"]),
-        ([(OUT, "out = centred / (var.sqrt() + eps)")], ["inside the square root"]),
-        ([("out = out + bias", "out = out - bias")], ["weight and bias"]),
-        ([(OUT, "out = Tensor(centred.data / np.sqrt(var.data + eps))")],
-         ["grad is None", "no graph"]),
-        ([(OUT, "out = centred / Tensor(np.sqrt(var.data + eps))")], ["x.grad differs"]),
-    ],
-    ids=["over-the-batch", "last-dim-only", "unbiased", "eps-outside-root", "bias-sign",
-         "off-the-graph", "detached-std"],
-)  # fmt: skip
-def test_ex3_rejects(edits, words):
-    _rejected(*EX3, _layer_norm(*edits), *words)
+    "exercise, label",
+    [(exercise, label) for exercise, mutants in MUTANTS.items() for label in mutants],
+)
+def test_a_wrong_answer_is_rejected(exercise, label):
+    edits, words = mutant_parts(MUTANTS[exercise][label])
+    with pytest.raises(AssertionError) as info:
+        _run(exercise, edited(NB, EXERCISES[exercise][0], edits))
+    for word in words:
+        assert word in str(info.value), f"the message should mention {word!r}: {info.value}"
+
+
+@pytest.mark.parametrize("exercise", list(EXERCISES))
+def test_the_stub_raises_not_implemented(exercise):
+    with pytest.raises(NotImplementedError):
+        _run(exercise, _stub(EXERCISES[exercise][0]))
+
+
+def test_a_loop_over_the_examples_that_is_right_is_accepted():
+    """The backward check judges values, not style: a correct loop passes."""
+    loop = edited(
+        NB,
+        EXERCISES["batch_norm_backward"][0],
+        [
+            (
+                DX,
+                "dx = np.stack([(g[i] - g.mean(axis=0) - x_hat[i] * (g * x_hat).mean(axis=0)) "
+                "/ std for i in range(len(x))])",
+            )
+        ],
+    )
+    _run("batch_norm_backward", loop)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 import minilucid as ml
+from minilucid import nn
 from minilucid.nn import functional as F
 from minilucid.numerical import numerical_grad
 from minilucid.tensor import Tensor
@@ -140,7 +141,164 @@ def check_my_dropout(fn) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Exercise 2: batch norm's backward by hand
+# Exercise 2: batch norm's forward pass, with running statistics
+
+_FORWARD_CASES = (  # (batch, channels, momentum, eps, what it exposes)
+    (8, 3, 0.1, 1e-5, "a batch of 8, momentum 0.1"),
+    (5, 2, 0.3, 1e-5, "a batch of 5, momentum 0.3"),
+    (4, 3, 0.1, 0.5, "a batch of 4, eps 0.5"),
+)
+
+
+def _state(bn) -> tuple:
+    return tuple(np.array(getattr(bn, n).data, dtype=np.float64) for n in _RUNNING)
+
+
+_RUNNING = ("running_mean", "running_var")
+
+
+def _check_layout(MyBatchNorm1d) -> None:
+    from minilucid.nn.module import Module
+
+    bn = call("MyBatchNorm1d(3)", MyBatchNorm1d, 3)
+    if not isinstance(bn, Module):
+        raise AssertionError(f"MyBatchNorm1d(3) is a {type_name(bn)}; subclass Module")
+    names = sorted(name for name, _ in bn.named_parameters())
+    if names != ["bias", "weight"]:
+        raise AssertionError(
+            f"MyBatchNorm1d(3).named_parameters() gives {names}; it should own two Parameters, "
+            "weight and bias (the running statistics are buffers: no optimiser moves them)"
+        )
+    buffers = sorted(name for name, _ in bn.named_buffers())
+    if not set(_RUNNING) <= set(buffers):
+        raise AssertionError(
+            f"MyBatchNorm1d(3).named_buffers() gives {buffers}; register running_mean and "
+            "running_var with self.register_buffer, so that state_dict saves them"
+        )
+    starts = (("weight", 1.0), ("bias", 0.0), ("running_mean", 0.0), ("running_var", 1.0))
+    for name, value in starts:
+        data = np.asarray(getattr(bn, name).data)
+        if data.shape != (3,) or not np.all(data == value):
+            raise AssertionError(
+                f"MyBatchNorm1d(3).{name} should start as {value:g} for each of the 3 channels "
+                f"(shape (3,)), as nn.BatchNorm1d's does"
+            )
+
+
+def _pair(MyBatchNorm1d, c, momentum, eps, rng):
+    """Yours and the package's, with the same non-trivial parameters and running statistics."""
+    mine = call(
+        f"MyBatchNorm1d({c}, eps={eps}, momentum={momentum})",
+        MyBatchNorm1d, c, eps=eps, momentum=momentum,
+    )  # fmt: skip
+    ref = nn.BatchNorm1d(c, eps=eps, momentum=momentum)
+    values = {
+        "weight": rng.uniform(0.5, 2.0, c),
+        "bias": rng.standard_normal(c),
+        "running_mean": rng.standard_normal(c),
+        "running_var": rng.uniform(0.5, 2.0, c),
+    }
+    for name, value in values.items():
+        getattr(mine, name).data = value.copy()
+        getattr(ref, name).data = value.copy()
+    return mine, ref
+
+
+def _running_hint(before, got, batch_mean, batch_var, m) -> str:
+    mean0, var0 = before
+    if np.allclose(got[0], mean0) and np.allclose(got[1], var0):
+        return "they did not move: in training, move them towards the batch's statistics"
+    if np.allclose(got[0], m * mean0 + (1 - m) * batch_mean):
+        return (
+            "momentum is the weight of the new batch: running = (1 - momentum) * running + "
+            "momentum * batch statistic"
+        )
+    if np.allclose(got[1], (1 - m) * var0 + m * batch_var):
+        return (
+            "the running variance takes the unbiased batch variance, n / (n - 1) times the "
+            "biased one"
+        )
+    return "running = (1 - momentum) * running + momentum * batch statistic, for both"
+
+
+def check_batch_norm_forward(MyBatchNorm1d) -> None:
+    """Train mode (batch statistics, running statistics updated) and eval mode, as BatchNorm1d."""
+    _check_layout(MyBatchNorm1d)
+    rng = np.random.default_rng(21)
+    for n, c, m, eps, what in _FORWARD_CASES:
+        mine, ref = _pair(MyBatchNorm1d, c, m, eps, rng)
+        for step in range(1, 4):
+            x_np = rng.standard_normal((n, c)) * rng.uniform(0.5, 3, c) + rng.standard_normal(c)
+            where = f"MyBatchNorm1d in training mode, step {step} on {what}"
+            before = _state(mine)
+            x, xr = Tensor(x_np.copy(), requires_grad=True), Tensor(x_np.copy(), requires_grad=True)
+            mine.train()
+            out = call(where, mine, x, returns=Tensor)
+            want = ref(xr)
+            if out.shape != want.shape:
+                raise AssertionError(
+                    f"{where} returned shape {out.shape}; it should keep {x_np.shape}"
+                )
+            if not np.allclose(out.data, want.data, rtol=1e-7, atol=1e-9):
+                raise AssertionError(
+                    f"{where}: the output differs, most at {_where(out.data, want.data)}. In "
+                    "training, normalise each channel with the batch's own mean and biased "
+                    "variance (divide by n), eps inside the square root, then * weight + bias"
+                )
+            got = _state(mine)
+            if any(
+                not np.allclose(g, w, rtol=1e-9, atol=1e-12)
+                for g, w in zip(got, _state(ref), strict=True)
+            ):
+                hint = _running_hint(before, got, x_np.mean(0), x_np.var(0), m)
+                raise AssertionError(f"{where}: the running statistics are wrong: {hint}")
+            if mine.running_mean.requires_grad or mine.running_var.requires_grad:
+                raise AssertionError(
+                    f"{where}: running_mean or running_var requires grad; they are plain "
+                    "numbers kept beside the graph: compute them from .data (arrays)"
+                )
+            grad = rng.standard_normal((n, c))
+            call(f"{where}: backward", out.backward, grad)
+            want.backward(grad)
+            for name, a, b in (("x", x, xr), ("weight", mine.weight, ref.weight),
+                               ("bias", mine.bias, ref.bias)):  # fmt: skip
+                if a.grad is None or not np.allclose(a.grad, b.grad, rtol=1e-6, atol=1e-9):
+                    raise AssertionError(
+                        f"{where}: {name}.grad differs from batch norm's; compute the output "
+                        "with tensor operations on x, self.weight and self.bias"
+                    )
+        mine.eval()
+        ref.eval()
+        for size in (4, 1):
+            x_np = rng.standard_normal((size, c)) * 2 + 1
+            where = f"MyBatchNorm1d in eval mode on a batch of {size} after {what}"
+            before = _state(mine)
+            x, xr = Tensor(x_np.copy(), requires_grad=True), Tensor(x_np.copy(), requires_grad=True)
+            out = call(where, mine, x, returns=Tensor)
+            want = ref(xr)
+            if not np.allclose(_state(mine), before):
+                raise AssertionError(
+                    f"{where}: the running statistics changed; evaluation only reads them"
+                )
+            if out.shape != want.shape or not np.allclose(
+                out.data, want.data, rtol=1e-7, atol=1e-9
+            ):
+                raise AssertionError(
+                    f"{where}: the output differs from batch norm's. In eval mode normalise "
+                    "with the running statistics, not the batch's: (x - running_mean) / "
+                    "sqrt(running_var + eps), then * weight + bias"
+                )
+            grad = rng.standard_normal(x_np.shape)
+            call(f"{where}: backward", out.backward, grad)
+            want.backward(grad)
+            if x.grad is None or not np.allclose(x.grad, xr.grad, rtol=1e-6, atol=1e-9):
+                raise AssertionError(f"{where}: x.grad differs from batch norm's")
+        mine.train()
+    print("✓ MyBatchNorm1d: batch statistics and running statistics in training, running in eval")
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 3: batch norm's backward by hand
 
 
 def _package_grads(x, gamma, beta, dout, eps):
@@ -233,7 +391,7 @@ def check_batch_norm_backward(fn) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Exercise 3: layer norm
+# Exercise 4: layer norm
 
 
 def _normalised(x, axes, ddof=0, eps_inside=True, eps=1e-5):
