@@ -352,3 +352,14 @@ def test_a_wrong_answer_is_rejected(exercise, label):
 def test_the_stub_raises_not_implemented(exercise):
     with pytest.raises(NotImplementedError):
         _run(exercise, _stub(EXERCISES[exercise][0]))
+
+
+def test_an_answer_cell_cannot_empty_the_cases():
+    from minilucid_course.checks import ch10
+
+    for name in ("_SIZE_CASES", "_IM2COL_CASES", "_BACKWARD_CASES", "_LAYER_CASES", "_POOL_CASES"):
+        cases = getattr(ch10, name)
+        assert isinstance(cases, tuple) and cases, name
+    for table in (ch10._HINTS, ch10._LAYER_HINTS, ch10._ROUTE_HINTS):
+        with pytest.raises(TypeError):
+            table["x.grad"] = ""

@@ -328,3 +328,10 @@ def test_a_loop_over_the_examples_that_is_right_is_accepted():
         ],
     )
     _run("batch_norm_backward", loop)
+
+
+def test_an_answer_cell_cannot_empty_the_cases():
+    from minilucid_course.checks import ch11
+
+    assert isinstance(ch11._FORWARD_CASES, tuple) and ch11._FORWARD_CASES
+    assert isinstance(ch11._RUNNING, tuple)
