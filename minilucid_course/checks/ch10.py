@@ -343,7 +343,7 @@ def check_conv_layer(MyConv2d) -> None:
         return layer(x)
 
     grad = rng.standard_normal((1, 2, 5, 4))
-    numeric = numerical_grad(conv, arrays, grad_output=grad)
+    numeric = call(f"your {built}", numerical_grad, conv, arrays, grad_output=grad)
     layer.weight.data, layer.bias.data = arrays[0].copy(), arrays[1].copy()
     x = Tensor(arrays[2].copy(), requires_grad=True)
     call(f"your {built} and its backward", lambda: layer(x).backward(grad))
@@ -441,6 +441,11 @@ def check_max_pool(MyMaxPool2d) -> None:
     from minilucid.numerical import numerical_grad
     from minilucid.ops.conv import max_pool2d
 
+    if not callable(getattr(MyMaxPool2d, "apply", None)):
+        raise AssertionError(
+            f"MyMaxPool2d is a {type_name(MyMaxPool2d)} without apply; make it a subclass of "
+            "Function, with static forward and backward"
+        )
     rng = np.random.default_rng(105)
     for shape, k, values, what in _POOL_CASES:
         x_np = _pool_input(rng, shape, values)
@@ -484,13 +489,11 @@ def check_max_pool(MyMaxPool2d) -> None:
             raise AssertionError(f"{call_text}: x.grad is wrong: {hint}")
     x_np = _pool_input(rng, (1, 2, 4, 4), "distinct")
     grad = rng.standard_normal((1, 2, 2, 2))
-    numeric = numerical_grad(
-        lambda x: MyMaxPool2d.apply(x, kernel_size=2), [x_np], grad_output=grad
-    )
+    what = "MyMaxPool2d on x of shape (1, 2, 4, 4)"
+    pool = lambda x: MyMaxPool2d.apply(x, kernel_size=2)  # noqa: E731
+    numeric = call(what, numerical_grad, pool, [x_np], grad_output=grad)
     x = Tensor(x_np, requires_grad=True)
-    MyMaxPool2d.apply(x, kernel_size=2).backward(grad)
-    if not np.allclose(x.grad, numeric[0], rtol=1e-6, atol=1e-8):
-        raise AssertionError(
-            "MyMaxPool2d on x of shape (1, 2, 4, 4): x.grad differs from central differences"
-        )
+    call(f"{what} and its backward", lambda: pool(x).backward(grad))
+    if x.grad is None or not np.allclose(x.grad, numeric[0], rtol=1e-6, atol=1e-8):
+        raise AssertionError(f"{what}: x.grad differs from central differences")
     print("✓ MyMaxPool2d: the windows' maxima, and their gradient to the winners (ties share)")
