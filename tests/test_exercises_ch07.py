@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from nbharness import Wrong, edited, mutant_parts, run_check, with_answer
+from nbharness import Wrong, edited, mutant_parts, run_exercise, with_answer
 
 NB = Path(__file__).resolve().parents[1] / "solutions" / "07_modules_and_parameters.ipynb"
 
@@ -428,13 +428,7 @@ MUTANTS = {
 
 
 def _run(exercise: str, answer: str | None = None):
-    """Run the exercise's check, the earlier check cells replaced by `pass`."""
-    answer_id, check_id = EXERCISES[exercise]
-    checks = [check for _, check in EXERCISES.values()]
-    replace = {check: "pass" for check in checks[: checks.index(check_id)]}
-    if answer is not None:
-        replace[answer_id] = answer
-    return run_check(NB, check_id, replace=replace)
+    return run_exercise(NB, EXERCISES, exercise, answer)
 
 
 DONE = {
