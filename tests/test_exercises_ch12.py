@@ -120,14 +120,14 @@ CHEATS = {
         _digits("ml.manual_seed(0)\nreturn nn.Sequential(nn.Linear(64, 10))"), "needs at least 90%"
     ),
     "forgets to return the model": Wrong(_digits("ml.manual_seed(0)\nmodel = None"), "None"),
-    "returns the training function's optimiser": Wrong(
+    "returns its optimiser": Wrong(
         _digits("model = nn.Linear(64, 10)\nreturn optim.Adam(model.parameters(), lr=1e-3)"),
         "returned Adam",
         "nn.Module",
     ),
-    "reads the labels of the test images it is shown": Wrong(_digits(LOOKUP), "0.0001"),
+    "reads the test labels by image": Wrong(_digits(LOOKUP), "0.0001"),
     "looks up the nearest test image": Wrong(_digits(NEAREST), "set to zero"),
-    "answers in the order of the test split": Wrong(_digits(IN_ORDER), "needs at least 90%"),
+    "answers in the order of the test split": Wrong(_digits(IN_ORDER), "needs at least"),
     "noisy in eval mode": Wrong(
         [
             (
@@ -225,12 +225,26 @@ MUTANTS = {
         ),
         "backward of the identity": Wrong([(DERIVATIVE, "return grad")], "product rule"),
     },
-    "digits 90%": dict(CHEATS),
+    "digits 90%": {
+        "untrained": CHEATS["untrained"],
+        "forgets to return the model": CHEATS["forgets to return the model"],
+        "returns its optimiser": CHEATS["returns its optimiser"],
+        "reads the test labels by image": CHEATS["reads the test labels by image"],
+        "looks up the nearest test image": CHEATS["looks up the nearest test image"],
+        "answers in the order of the test split": CHEATS["answers in the order of the test split"],
+        "noisy in eval mode": CHEATS["noisy in eval mode"],
+    },
     "digits 95%": {
         "a small MLP, 60 steps": Wrong(_digits(MLP.format(steps=60)), "needs at least 95%"),
+        "reads the test labels by image": CHEATS["reads the test labels by image"],
+        "looks up the nearest test image": CHEATS["looks up the nearest test image"],
+        "answers in the order of the test split": CHEATS["answers in the order of the test split"],
     },
     "digits 98%": {
         "a small MLP, 400 steps": Wrong(_digits(MLP.format(steps=400)), "needs at least 98%"),
+        "reads the test labels by image": CHEATS["reads the test labels by image"],
+        "looks up the nearest test image": CHEATS["looks up the nearest test image"],
+        "answers in the order of the test split": CHEATS["answers in the order of the test split"],
     },
 }
 
