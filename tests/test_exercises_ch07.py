@@ -270,7 +270,7 @@ MUTANTS = {
     },
     "linear": {
         "forgets super().__init__()": Wrong(
-            [("        super().__init__()\n", "")],
+            [("        super().__init__()  # given: the registries first (Exercise 1)\n", "")],
             "MyLinear(4, 3) raised AttributeError",
             "super().__init__()",
         ),
