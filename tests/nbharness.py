@@ -128,6 +128,20 @@ def run_check(
     return namespace
 
 
+def run_exercise(nb_path, exercises: dict, key: str, answer: str | None = None) -> dict:
+    """Run exercise `key`'s check of EXERCISES, with `answer` in its answer cell (if given).
+
+    The check cells of the exercises listed before it are replaced by `pass`: a wrong answer is
+    then judged by its own check alone.
+    """
+    answer_id, check_id = exercises[key]
+    checks = [check for _, check in exercises.values()]
+    replace = {check: "pass" for check in checks[: checks.index(check_id)]}
+    if answer is not None:
+        replace[answer_id] = answer
+    return run_check(nb_path, check_id, replace=replace)
+
+
 # --- building and judging answers, for the mutation tests ----------------------------------
 
 

@@ -6,6 +6,7 @@ The package's own Module, Linear and init are the reference; no expected number 
 """
 
 import math
+import types
 
 import numpy as np
 
@@ -15,53 +16,211 @@ from minilucid.tensor import Tensor
 from minilucid_course.checks.common import call
 
 # --------------------------------------------------------------------------------------------
-# Exercise 1: the recursive walk of named_parameters
+# Exercise 1: a Module of your own - registration by assignment, the walk, the state dict
 
 
-class _Block(nn.Module):
-    """A parameter of its own first, then a Sequential, then a layer without bias."""
+def _models(MiniModule):  # noqa: N803  (a class, named as one)
+    """Small model classes built on the learner's MiniModule, as a learner would write them."""
 
-    def __init__(self):
-        super().__init__()
-        self.scale = nn.Parameter(np.ones(3, dtype=np.float32))
-        self.inner = nn.Sequential(nn.Linear(3, 3), nn.Tanh(), nn.Linear(3, 3))
-        self.head = nn.Linear(3, 2, bias=False)
+    class Layer(MiniModule):
+        """weight (out, in) and bias as Parameters; a plain tensor and a number beside them."""
+
+        def __init__(self, n_in, n_out, bias=True, seed=0):
+            super().__init__()
+            rng = np.random.default_rng(seed)
+            self.weight = nn.Parameter(rng.uniform(-1, 1, (n_out, n_in)).astype(np.float32))
+            self.bias = nn.Parameter(rng.uniform(-1, 1, n_out).astype(np.float32)) if bias else None
+            self.mask = Tensor(np.ones(n_out, dtype=np.float32))  # a constant, not learned
+            self.table = np.zeros(3)  # an array, not learned
+            self.n_in = n_in
+
+        def forward(self, x):
+            out = x @ self.weight.T
+            return (out if self.bias is None else out + self.bias) * self.mask
+
+    class Act(MiniModule):
+        def forward(self, x):
+            return x.tanh()
+
+    class Seq(MiniModule):
+        """Layers named '0', '1', ... as in nn.Sequential."""
+
+        def __init__(self, *layers):
+            super().__init__()
+            for i, layer in enumerate(layers):
+                setattr(self, str(i), layer)
+            self.count = len(layers)
+
+        def forward(self, x):
+            for i in range(self.count):
+                x = getattr(self, str(i))(x)
+            return x
+
+    class Block(MiniModule):
+        """A parameter of its own first, then a Seq, then a layer without bias."""
+
+        def __init__(self):
+            super().__init__()
+            self.scale = nn.Parameter(np.ones(3, dtype=np.float32))
+            self.inner = Seq(Layer(3, 3, seed=1), Act(), Layer(3, 3, seed=2))
+            self.head = Layer(3, 2, bias=False, seed=3)
+
+    class Tied(MiniModule):
+        """The same layer under two names, and a parameter assigned after the submodules."""
+
+        def __init__(self):
+            super().__init__()
+            shared = Layer(2, 2, seed=4)
+            self.encoder = shared
+            self.act = Act()
+            self.decoder = shared
+            self.temperature = nn.Parameter(np.ones(1, dtype=np.float32))
+
+    return types.SimpleNamespace(Layer=Layer, Act=Act, Seq=Seq, Block=Block, Tied=Tied)
 
 
-class _Tied(nn.Module):
-    """The same Linear under two names, and a parameter after the submodules."""
-
-    def __init__(self):
-        super().__init__()
-        shared = nn.Linear(2, 2)
-        self.encoder = shared
-        self.act = nn.ReLU()
-        self.decoder = shared
-        self.temperature = nn.Parameter(np.ones(1, dtype=np.float32))
+def _registry(module, name: str, what: str) -> dict:
+    registry = module.__dict__.get(name)
+    if not isinstance(registry, dict):
+        raise AssertionError(
+            f"{what} has no dict {name} of its own: create _parameters and _modules in "
+            "__init__, as empty dicts, with the plain assignment that bypasses your __setattr__"
+        )
+    return registry
 
 
-def _walk_cases():
-    deep = nn.Sequential(nn.Sequential(nn.Linear(2, 2)), nn.Sequential(_Block()))
-    return [
-        ("a single Linear(2, 3)", nn.Linear(2, 3), ""),
-        ("Sequential(Linear(4, 8), ReLU(), Linear(8, 3))", _mlp(), ""),
-        ("a module with a Parameter of its own, a Sequential and a Linear", _Block(), ""),
-        ("a module that uses one Linear twice (tied weights)", _Tied(), ""),
-        ("Sequential(Sequential(Linear), Sequential(Block)), three levels deep", deep, ""),
-        ("Sequential(Linear(4, 8), ReLU(), Linear(8, 3)) with prefix='model'", _mlp(), "model"),
-    ]
+def _registration_problem(kinds) -> None:
+    """Raise AssertionError on the first thing the learner's registration gets wrong."""
+    what = "Layer(3, 2), a subclass of your MiniModule that assigns weight, bias, a plain tensor"
+    hint = (
+        "MiniModule.__init__ must create the registries without going through your own "
+        "__setattr__ (which needs them already)"
+    )
+    layer = call(what, kinds.Layer, 3, 2, hint=hint)
+    params = _registry(layer, "_parameters", what)
+    modules = _registry(layer, "_modules", what)
+    for attribute in ("weight", "bias", "mask", "table", "n_in"):
+        if attribute not in layer.__dict__:
+            raise AssertionError(
+                f"{what}: after self.{attribute} = ..., the attribute {attribute!r} is not "
+                "stored on the object, so reading layer."
+                f"{attribute} fails. After registering, store the attribute as usual with the "
+                "base class's __setattr__"
+            )
+    if list(params) != ["weight", "bias"]:
+        extra = [n for n in params if n not in ("weight", "bias")]
+        if extra:
+            raise AssertionError(
+                f"{what}: _parameters holds {extra[0]!r}, which is not a Parameter (a plain "
+                "Tensor or array is state, not something to learn). Register only "
+                "nn.Parameter values"
+            )
+        raise AssertionError(
+            f"{what}: _parameters should hold 'weight' and 'bias', in the order they were "
+            f"assigned; it holds {list(params)}"
+        )
+    if params["weight"] is not layer.__dict__["weight"] or params["bias"] is not layer.bias:
+        raise AssertionError(
+            f"{what}: _parameters must hold the Parameter objects themselves, not copies"
+        )
+    if modules:
+        raise AssertionError(f"{what}: _modules should be empty, it holds {list(modules)}")
+    seq = call(
+        "Seq(Layer(3, 4), Act(), Layer(4, 2))",
+        kinds.Seq,
+        kinds.Layer(3, 4),
+        kinds.Act(),
+        kinds.Layer(4, 2),
+    )
+    children = _registry(seq, "_modules", "Seq(...)")
+    if list(children) != ["0", "1", "2"]:
+        raise AssertionError(
+            "Seq(Layer, Act, Layer), which assigns its layers under the names '0', '1', '2': "
+            f"its _modules hold {list(children)}. Register every value that is a MiniModule "
+            "(isinstance), in the order of assignment"
+        )
+    if any(children[str(i)] is not seq.__dict__.get(str(i)) for i in range(3)):
+        raise AssertionError("Seq(...): _modules must hold the submodules themselves")
+    if _registry(seq, "_parameters", "Seq(...)"):
+        raise AssertionError(
+            "Seq(...) has no parameters of its own, but its _parameters is not empty"
+        )
+    layer.bias = None
+    if "bias" in params or layer.bias is not None:
+        raise AssertionError(
+            f"{what}, then layer.bias = None: 'bias' is still registered. Assigning a value "
+            "that is not a Parameter under a registered name removes that name from the registry"
+        )
+    seq.__setattr__("1", None)
+    if "1" in children:
+        raise AssertionError(
+            "Seq(...), then setting its submodule '1' to None: '1' is still in _modules. "
+            "Assigning None under a registered name removes it from the registry"
+        )
 
 
-def _mlp():
-    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+def check_module_registration(MiniModule) -> None:  # noqa: N803
+    """MiniModule's __init__ and __setattr__ register Parameters and submodules, in order."""
+    kinds = _models(MiniModule)
+    _registration_problem(kinds)
+    x = ml.tensor(np.ones((2, 3), dtype=np.float32))
+    out = call(
+        "calling Seq(Layer(3, 4), Act(), Layer(4, 2)) on a batch",
+        kinds.Seq(kinds.Layer(3, 4), kinds.Act(), kinds.Layer(4, 2)),
+        x,
+        returns=Tensor,
+    )
+    if out.shape != (2, 2):
+        raise AssertionError("calling a model of your MiniModules did not run its forward")
+    print(
+        "✓ MiniModule registers Parameters and submodules as they are assigned, in order, and "
+        "nothing else"
+    )
 
 
-def check_named_parameters(named_parameters) -> None:
-    """named_parameters(module, prefix) must list torch's names, in torch's order, each once."""
-    for description, model, prefix in _walk_cases():
-        args = (model, prefix) if prefix else (model,)
-        what = f"named_parameters on {description}"
-        got = call(what, named_parameters, *args)
+def _reference_walk(module, prefix: str = "") -> list:
+    """PyTorch's order over the registries: own parameters, then each child's, each once."""
+    out, seen, stack = [], set(), [(prefix, module)]
+    while stack:
+        path, m = stack.pop()
+        for name, p in m._parameters.items():
+            if p is not None and id(p) not in seen:
+                seen.add(id(p))
+                out.append((f"{path}.{name}" if path else name, p))
+        children = [(f"{path}.{n}" if path else n, c) for n, c in m._modules.items()]
+        stack.extend(reversed([(n, c) for n, c in children if c is not None]))
+    return out
+
+
+def _walk_cases(kinds) -> tuple:
+    shared = kinds.Layer(2, 2, seed=5)
+    twin = kinds.Layer(2, 2, seed=6)
+    twin.weight = shared.weight  # the same Parameter in two layers
+    deep = kinds.Seq(kinds.Seq(kinds.Layer(2, 2)), kinds.Seq(kinds.Block()))
+    mlp = kinds.Seq(kinds.Layer(4, 8), kinds.Act(), kinds.Layer(8, 3))
+    return (
+        ("a Layer(2, 3)", kinds.Layer(2, 3), ""),
+        ("Seq(Layer(4, 8), Act(), Layer(8, 3))", mlp, ""),
+        ("a module with a Parameter of its own, a Seq and a Layer without bias", kinds.Block(), ""),
+        ("a module that uses one Layer twice (tied weights)", kinds.Tied(), ""),
+        (
+            "Seq(Layer, Layer) whose two layers share one weight Parameter",
+            kinds.Seq(shared, twin),
+            "",
+        ),
+        ("Seq(Seq(Layer), Seq(Block)), three levels deep", deep, ""),
+        ("Seq(Layer(4, 8), Act(), Layer(8, 3)) with prefix='model'", mlp, "model"),
+    )
+
+
+def check_module_walk(MiniModule) -> None:  # noqa: N803
+    """named_parameters(prefix) and parameters(): PyTorch's names and order, each once."""
+    kinds = _models(MiniModule)
+    _registration_problem(kinds)
+    for description, model, prefix in _walk_cases(kinds):
+        args = (prefix,) if prefix else ()
+        what = f"named_parameters() on {description}"
+        got = call(what, model.named_parameters, *args)
         if got is None:
             raise AssertionError(f"{what} returned None; return (or yield) (name, parameter) pairs")
         try:
@@ -71,7 +230,20 @@ def check_named_parameters(named_parameters) -> None:
                 f"{what} returned a {type(got).__name__}; return a list of (name, parameter) "
                 "pairs, or yield them"
             ) from None
-        _compare_walk(what, got, list(model.named_parameters(prefix=prefix)))
+        _compare_walk(what, got, _reference_walk(model, prefix))
+        plain = call(f"parameters() on {description}", model.parameters)
+        try:
+            plain = list(plain)
+        except TypeError:
+            raise AssertionError(
+                f"parameters() on {description} returned a {type(plain).__name__}; return a "
+                "list of the parameters, or yield them"
+            ) from None
+        if [id(p) for p in plain] != [id(p) for _, p in _reference_walk(model)]:
+            raise AssertionError(
+                f"parameters() on {description} does not give the parameters of "
+                "named_parameters(), in the same order, each once"
+            )
     print("✓ named_parameters gives PyTorch's names in PyTorch's order, each parameter once")
 
 
@@ -127,6 +299,185 @@ def _compare_walk(what: str, got: list, expected: list) -> None:
             hint = "each name is the path of attribute names from the top module, dot-separated"
         wrong = next(n for n, e in zip(names, expected_names, strict=True) if n != e)
         raise AssertionError(f"{what}: the name {wrong!r} is not PyTorch's; {hint}")
+
+
+def _reference_keys(module, prefix: str = "") -> list:
+    """Every parameter's dotted path, own parameters first, tied ones under each name."""
+    keys = [prefix + name for name, p in module._parameters.items() if p is not None]
+    for name, child in module._modules.items():
+        if child is not None:
+            keys += _reference_keys(child, f"{prefix}{name}.")
+    return keys
+
+
+def _values(model) -> dict:
+    """A copy of every parameter's numbers, by identity, to tell what a load changed."""
+    return {id(p): (p, p.data.copy()) for _, p in _reference_walk(model)}
+
+
+def _changed(before: dict) -> bool:
+    return any(
+        p.data.shape != old.shape or not np.array_equal(p.data, old) for p, old in before.values()
+    )
+
+
+def _state_dict(model, what: str) -> dict:
+    state = call(what, model.state_dict, returns=dict)
+    keys = _reference_keys(model)
+    if list(state) != keys:
+        missing = [k for k in keys if k not in state]
+        if missing:
+            raise AssertionError(
+                f"{what} has no key {missing[0]!r}. Every parameter is saved under its dotted "
+                "path, a tied one under each of its names, as PyTorch's state_dict does"
+            )
+        extra = [k for k in state if k not in keys]
+        if extra:
+            raise AssertionError(
+                f"{what} has the key {extra[0]!r}, which names no parameter of the model (only "
+                "Parameters are saved, under their dotted paths)"
+            )
+        raise AssertionError(
+            f"{what}: the right keys in another order; PyTorch's order is the walk's: a "
+            "module's own parameters first, then each submodule's in the order assigned"
+        )
+    for key, value in state.items():
+        if not isinstance(value, Tensor):
+            raise AssertionError(
+                f"{what}[{key!r}] is a {type(value).__name__}; each value is a Tensor with the "
+                "parameter's numbers, detached from any graph"
+            )
+        if isinstance(value, nn.Parameter) or value.requires_grad:
+            raise AssertionError(
+                f"{what}[{key!r}] is the parameter itself (it requires grad); save a tensor "
+                "detached from the graph, which holds the same numbers"
+            )
+    if state is model._parameters:
+        raise AssertionError(f"{what} returned the registry itself; build a new dict")
+    return state
+
+
+def _load(model, state: dict, what: str):
+    return call(what, model.load_state_dict, state)
+
+
+def check_module_state_dict(MiniModule) -> None:  # noqa: N803
+    """state_dict() by dotted path; load_state_dict checks every key and shape, then copies."""
+    kinds = _models(MiniModule)
+    _registration_problem(kinds)
+    for description, model in (
+        ("Seq(Layer(4, 8), Act(), Layer(8, 3))", _seq(kinds, 0)),
+        ("a module with a Parameter of its own, a Seq and a Layer without bias", kinds.Block()),
+        ("a module that uses one Layer twice (tied weights)", kinds.Tied()),
+    ):
+        state = _state_dict(model, f"state_dict() of {description}")
+        for key, value in state.items():
+            owner = _reference_param(model, key)
+            if value.shape != owner.shape or not np.array_equal(value.data, owner.data):
+                raise AssertionError(
+                    f"state_dict() of {description}: the value under {key!r} does not hold "
+                    "that parameter's numbers"
+                )
+
+    # your state_dict loads into the package's model, which then computes what yours does
+    mine = _seq(kinds, 1)
+    theirs = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+    what = "nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3)).load_state_dict(yours)"
+    try:
+        theirs.load_state_dict(_state_dict(mine, "state_dict() of Seq(Layer(4, 8), ...)"))
+    except RuntimeError as error:
+        raise AssertionError(f"{what} refused it: {str(error).splitlines()[1].strip()}") from None
+    x = ml.tensor(np.random.default_rng(9).standard_normal((5, 4)).astype(np.float32))
+    with ml.no_grad():
+        same = np.allclose(theirs(x).data, mine(x).data, rtol=1e-5, atol=1e-6)
+    if not same:
+        raise AssertionError(f"after {what}, the two models compute different outputs")
+
+    # and the package's state_dict loads into yours, in place
+    source = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+    state = {k: Tensor(v.data.astype(np.float64)) for k, v in source.state_dict().items()}
+    target = _seq(kinds, 2)
+    before = _values(target)
+    what = (
+        "load_state_dict(a state dict of float64 tensors) on Seq(Layer(4, 8), Act(), Layer(8, 3))"
+    )
+    _load(target, state, what)
+    after = _reference_walk(target)
+    if [id(p) for _, p in after] != list(before):
+        raise AssertionError(
+            f"{what} replaced the Parameter objects; copy the numbers into the existing ones "
+            "(an optimiser holds them)"
+        )
+    for name, p in after:
+        if p.dtype != ml.float32:
+            raise AssertionError(
+                f"{what}: parameter {name!r} became {p.dtype}; copy the numbers into the "
+                "parameter's own array, which keeps its dtype (float32)"
+            )
+        if not np.allclose(p.data, state[name].data, rtol=1e-6):
+            raise AssertionError(f"{what}: parameter {name!r} does not hold the loaded numbers")
+    state = {k: Tensor(v.data.copy()) for k, v in source.state_dict().items()}  # float32
+    _load(target, state, "load_state_dict(a state dict of float32 tensors)")
+    for value in state.values():
+        value.data += 1.0
+    if any(np.allclose(p.data, state[name].data) for name, p in after):
+        raise AssertionError(
+            "load_state_dict(a state dict of float32 tensors): after loading, the model shares "
+            "its arrays with the state dict (changing the state dict changed the model); copy "
+            "the numbers"
+        )
+
+    # a state dict that does not fit changes nothing, and says which key
+    good = {k: Tensor(v.data.copy()) for k, v in source.state_dict().items()}
+    wrong = {
+        "a missing key '2.bias'": ({k: v for k, v in good.items() if k != "2.bias"}, "2.bias"),
+        "an unexpected key '2.scale'": ({**good, "2.scale": Tensor(np.ones(3))}, "2.scale"),
+        "'2.bias' of shape (4,) instead of (3,)": (
+            {**good, "2.bias": Tensor(np.ones(4))},
+            "2.bias",
+        ),
+    }
+    for problem, (bad, key) in wrong.items():
+        target = _seq(kinds, 3)
+        before = _values(target)
+        what = f"load_state_dict(a state dict with {problem})"
+        try:
+            with np.errstate(all="ignore"):
+                target.load_state_dict(bad)
+        except NotImplementedError:
+            raise
+        except Exception as error:  # noqa: BLE001  (any error is the learner's to choose)
+            if key not in str(error):
+                raise AssertionError(
+                    f"{what} raised {type(error).__name__}, but its message does not name the "
+                    f"key {key!r}; say which key is wrong, and how"
+                ) from None
+            if _changed(before):
+                raise AssertionError(
+                    f"{what} raised an error, but only after changing some parameters: a half-"
+                    "loaded model. Check every key and shape first, then copy"
+                ) from None
+            continue
+        raise AssertionError(
+            f"{what} raised no error; compare the keys and shapes with the model's own "
+            "state_dict() and raise (RuntimeError, as PyTorch) naming the key"
+        )
+    print(
+        "✓ state_dict names every parameter by its path, your model's state loads into the "
+        "package's nn.Sequential and back, and a state that does not fit changes nothing"
+    )
+
+
+def _seq(kinds, seed: int):
+    return kinds.Seq(kinds.Layer(4, 8, seed=seed), kinds.Act(), kinds.Layer(8, 3, seed=seed + 10))
+
+
+def _reference_param(model, key: str):
+    *path, name = key.split(".")
+    module = model
+    for part in path:
+        module = module._modules[part]
+    return module._parameters[name]
 
 
 # --------------------------------------------------------------------------------------------

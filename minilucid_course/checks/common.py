@@ -61,7 +61,8 @@ def call(what: str, fn, *args, returns: type | tuple | None = None, hint: str = 
     except Exception as error:  # the learner's own bug, in one line
         text = str(error).strip().splitlines()
         message = f"{what} raised {type(error).__name__}" + (f": {text[0]}" if text else "")
-        raise AssertionError(message + (f". {hint}" if hint else "")) from None
+        message = message.rstrip(".") + f". {hint}" if hint else message
+        raise AssertionError(message) from None
     if returns is not None and not isinstance(result, returns):
         wanted = (
             " or ".join(t.__name__ for t in returns)
