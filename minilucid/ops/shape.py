@@ -62,6 +62,11 @@ class GetItem(Function):
     @staticmethod
     def forward(ctx, a, index):
         index = _plain_index(index)
+        if a.ndim == 0 and isinstance(index, int | np.integer):  # also what `for v in t` does
+            raise TypeError(
+                "getitem: iteration over a 0-d tensor (as PyTorch refuses it): a 0-d tensor "
+                "holds one number and has no dimension to index; use .item()"
+            )
         ctx.in_shape = a.shape
         ctx.index = index
         try:
