@@ -11,11 +11,13 @@ Tensors themselves are the keys of `visited` and `grads`: a tensor hashes by ide
 
 import numpy as np
 
+from minilucid._arrays import _type_name
 from minilucid.function import Function
 from minilucid.grad_mode import GRAD_MODE, VERSIONS, enable_grad
+from minilucid.ops.alike import plain
 from minilucid.ops.broadcast import sum_to, sum_to_shape
 from minilucid.ops.inplace import check_saved
-from minilucid.tensor import Tensor, _plain, _type_name
+from minilucid.tensor import Tensor
 
 ndarray = np.ndarray
 
@@ -170,7 +172,7 @@ def _seed(root: Tensor, gradient) -> np.ndarray:
             )
         seed = np.array(1, dtype=root.data.dtype)  # d root / d root = 1
         return seed if root.data.ndim == 0 else seed.reshape(root.data.shape)
-    seed = np.asarray(_plain(gradient), dtype=root.data.dtype)
+    seed = np.asarray(plain(gradient), dtype=root.data.dtype)
     if seed.shape != root.shape:
         raise ValueError(
             f"backward: gradient has shape {seed.shape} but the output has shape {root.shape}"
@@ -369,14 +371,14 @@ def _hooked(new, hook, grad, create_graph: bool):
     """What a hook returned: the gradient's shape, and under create_graph a tensor, or the graph
     of the gradient would be cut there and every higher derivative through it silently wrong."""
     name = getattr(hook, "__qualname__", type(hook).__name__)
-    if np.shape(_plain(new)) != grad.shape:
+    if np.shape(plain(new)) != grad.shape:
         raise RuntimeError(
-            f"backward: the hook {name} returned a gradient of shape {np.shape(_plain(new))} "
+            f"backward: the hook {name} returned a gradient of shape {np.shape(plain(new))} "
             f"for a gradient of shape {grad.shape}; a hook must keep the gradient's shape "
             "(as in PyTorch)."
         )
     if not create_graph:
-        return _plain(new)
+        return plain(new)
     if isinstance(new, Tensor):
         return new
     raise TypeError(

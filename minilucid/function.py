@@ -7,8 +7,9 @@ inputs as the parents of the new tensor.
 
 import numpy as np
 
+from minilucid._arrays import _as_array, _type_name
 from minilucid.grad_mode import GRAD_MODE, VERSIONS
-from minilucid.tensor import Tensor, _as_array, _type_name
+from minilucid.tensor import Tensor
 
 ndarray = np.ndarray
 

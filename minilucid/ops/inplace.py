@@ -17,10 +17,11 @@ import weakref
 
 import numpy as np
 
+from minilucid._arrays import _as_array, _type_name
 from minilucid.grad_mode import GRAD_MODE, VERSIONS
 from minilucid.ops.elementwise import Add, Div, Mul, Sub
 from minilucid.ops.shape import Where
-from minilucid.tensor import Tensor, _as_array, _type_name
+from minilucid.tensor import Tensor
 
 UPDATES = {  # name -> (the NumPy ufunc that writes in place, the op that records it)
     "add_": (np.add, Add),

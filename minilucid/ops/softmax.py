@@ -2,9 +2,9 @@
 
 import numpy as np
 
+from minilucid._arrays import _axis
 from minilucid.function import Function
 from minilucid.ops.alike import exp, sum_kept
-from minilucid.ops.shape import _axis
 
 
 class Softmax(Function):

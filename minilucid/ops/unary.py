@@ -3,7 +3,7 @@
 import numpy as np
 
 from minilucid.function import Function
-from minilucid.tensor import _plain
+from minilucid.ops.alike import plain
 
 
 class Exp(Function):
@@ -71,7 +71,7 @@ class Abs(Function):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return grad * np.sign(_plain(a))  # a constant mask, even when a is a tensor
+        return grad * np.sign(plain(a))  # a constant mask, even when a is a tensor
 
 
 class Clamp(Function):
@@ -104,7 +104,7 @@ def _bound(value, name: str):
             f"would be lost); pass {name}=bound.detach(), or write "
             "ml.where(x < low, low, x) to differentiate the bound too"
         )
-    return _plain(value)
+    return plain(value)
 
 
 class Tanh(Function):
