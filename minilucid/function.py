@@ -60,16 +60,21 @@ class Function:
                 raise _foreign(cls, x)
         # Two inputs holding one array (x and x.detach()) get an array object each, so that
         # create_graph can tell which input a saved array belongs to.
-        if len(arrays) > 1 and requires_grad and _shared(inputs, arrays):
+        n = len(arrays)
+        if (
+            requires_grad
+            and (n > 2 or n == 2 and arrays[0] is arrays[1])
+            and _shared(inputs, arrays)
+        ):
             converted = True
         try:
             # Nearly every call has one or two arrays and no options, so those calls are written
             # out: f(*args, **kwargs) costs Python about 0.15 us more than f(a, b).
             if options:
                 data = cls.forward(ctx, *arrays, **options)
-            elif len(arrays) == 1:
+            elif n == 1:
                 data = cls.forward(ctx, arrays[0])
-            elif len(arrays) == 2:
+            elif n == 2:
                 data = cls.forward(ctx, arrays[0], arrays[1])
             else:
                 data = cls.forward(ctx, *arrays)
