@@ -11,10 +11,13 @@ Tensors themselves are the keys of `visited` and `grads`: a tensor hashes by ide
 
 import numpy as np
 
-from minilucid.grad_mode import VERSIONS, enable_grad
+from minilucid._arrays import _type_name
+from minilucid.function import Function
+from minilucid.grad_mode import GRAD_MODE, VERSIONS, enable_grad
+from minilucid.ops.alike import plain
 from minilucid.ops.broadcast import sum_to, sum_to_shape
 from minilucid.ops.inplace import check_saved
-from minilucid.tensor import Tensor, _plain, _type_name
+from minilucid.tensor import Tensor
 
 ndarray = np.ndarray
 
@@ -77,6 +80,11 @@ def backward(
     (tensor, grad, [(parent, grad sent to it, shape before broadcasting was summed away), ...]),
     one entry per parent; what a constant is sent is recorded as the op returned it.
     """
+    if create_graph and not GRAD_MODE.enabled:  # the gradient's graph is recorded in no_grad too
+        with enable_grad():
+            return backward(
+                root, gradient, retain_graph, True, inputs=inputs, trace=trace, sort=sort
+            )
     if not root._requires_grad:
         raise RuntimeError(
             "backward: this tensor does not require grad and has no graph behind it. "
@@ -100,7 +108,7 @@ def backward(
             for hook in node._hooks:
                 new = hook(grad)
                 if new is not None:
-                    grad = _hooked(new, hook) if create_graph else _plain(new)
+                    grad = _hooked(new, hook, grad, create_graph)
         ctx = node._ctx
         if wanted is not None:
             if id(node) in wanted:
@@ -108,7 +116,7 @@ def backward(
         elif ctx is None or node._retains_grad:
             # a fresh array: the one arriving may also have been sent to another tensor
             g = grad.data if create_graph else grad  # .grad stays an array; ml.grad gives tensors
-            node.grad = g.copy() if node.grad is None else node.grad + g
+            node.grad = g.copy() if node.grad is None else _accumulated(node, g)
         if ctx is None:
             if trace is not None:
                 trace.append((node, grad, []))
@@ -164,7 +172,7 @@ def _seed(root: Tensor, gradient) -> np.ndarray:
             )
         seed = np.array(1, dtype=root.data.dtype)  # d root / d root = 1
         return seed if root.data.ndim == 0 else seed.reshape(root.data.shape)
-    seed = np.asarray(_plain(gradient), dtype=root.data.dtype)
+    seed = np.asarray(plain(gradient), dtype=root.data.dtype)
     if seed.shape != root.shape:
         raise ValueError(
             f"backward: gradient has shape {seed.shape} but the output has shape {root.shape}"
@@ -208,9 +216,14 @@ def grad(
     single = isinstance(inputs, Tensor)
     inputs = (inputs,) if single else tuple(inputs)
     for t in inputs:
-        if not t.requires_grad:
-            raise RuntimeError("grad: every input must require grad")
-    found = backward(outputs, grad_outputs, retain_graph, create_graph, inputs=inputs)
+        if not isinstance(t, Tensor) or not t.requires_grad:
+            raise RuntimeError(
+                f"grad: every input must require grad; got a {_type_name(t)} that does not"
+            )
+    if isinstance(outputs, Tensor):
+        found = backward(outputs, grad_outputs, retain_graph, create_graph, inputs=inputs)
+    else:
+        found = _summed(outputs, grad_outputs, retain_graph, create_graph, inputs)
     for t, g in zip(inputs, found, strict=True):
         if g is None and not allow_unused:
             raise RuntimeError(
@@ -220,24 +233,43 @@ def grad(
     return found
 
 
+def _summed(outputs, grad_outputs, retain_graph, create_graph: bool, inputs: tuple) -> tuple:
+    """grad of a sequence of outputs, as PyTorch: the sum of each output's gradients."""
+    outputs = list(outputs)
+    seeds = [None] * len(outputs) if grad_outputs is None else list(grad_outputs)
+    if not outputs or len(seeds) != len(outputs):
+        raise ValueError(
+            f"grad: {len(outputs)} outputs but {len(seeds)} grad_outputs; give one gradient "
+            "(or None) per output"
+        )
+    total = [None] * len(inputs)
+    for i, (y, seed) in enumerate(zip(outputs, seeds, strict=True)):
+        if not isinstance(y, Tensor):
+            raise TypeError(f"grad: output {i} is a {_type_name(y)}, not a tensor")
+        # the outputs may share a graph: keep it until the last one has gone through it
+        keep = retain_graph if i == len(outputs) - 1 else True
+        found = backward(y, seed, keep, create_graph, inputs=inputs)
+        total = [
+            f if t is None else t if f is None else t + f for t, f in zip(total, found, strict=True)
+        ]
+    return tuple(total)
+
+
 # --- gradients of gradients (chapter 12) ----------------------------------------------------
 
 
 def _on_tensors(ctx, node: Tensor, grad: Tensor):
     """ctx.backward run on tensors, recording a graph: `grad` is a tensor, and every saved array
-    that is an input's data or the output's data is handed over as that tensor.
+    that is an input's array or the output's is handed over as that tensor (a constant input's
+    stays an array).
 
-    Other saved arrays (masks such as relu's `a > 0`) stay constants: their derivative is zero
-    wherever it exists. An op that saves a value computed from its input in another way must
-    recompute it from the input tensors when `grad` is a tensor (see CrossEntropy).
+    Saved arrays of booleans or integers (masks such as relu's `a > 0`, indices) stay constants:
+    their derivative is zero wherever it exists. A saved array of floats computed in forward is
+    refused: as a constant it would silently give a wrong higher derivative.
     """
     saved = getattr(ctx, "saved_tensors", None)
     if saved:
-        own = {id(node.data): node}
-        for p in ctx.parents:
-            if isinstance(p, Tensor):
-                own[id(p.data)] = p
-        ctx.saved_tensors = tuple(own.get(id(s), s) for s in saved)
+        ctx.saved_tensors = _as_tensors(ctx, node, saved)
     try:
         with enable_grad():
             return ctx.backward(ctx, grad)
@@ -254,6 +286,44 @@ def _on_tensors(ctx, node: Tensor, grad: Tensor):
             ctx.saved_tensors = saved
 
 
+def _as_tensors(ctx, node: Tensor, saved: tuple) -> tuple:
+    """The saved values with each input's or the output's array replaced by its tensor.
+
+    Arrays are matched to the tensors that were handed to forward, by the identity of the array
+    object: `Function.apply` gives two different inputs sharing one array (x and x.detach())
+    an array object each, and keeps the arrays forward saw when they are not the inputs' own.
+    """
+    parents = ctx.parents
+    arrays = getattr(ctx, "arrays", None)
+    if arrays is None:
+        arrays = [p.data if isinstance(p, Tensor) else p for p in parents]
+    own = {id(node.data): node}
+    for p, a in zip(parents, arrays, strict=True):
+        own[id(a)] = p if isinstance(p, Tensor) else a
+    out = []
+    for s in saved:
+        if isinstance(s, ndarray | np.floating):
+            match = own.get(id(s))
+            if match is not None:
+                s = match
+            elif s.dtype.kind in "fc":
+                raise _intermediate_error(ctx, s)
+        out.append(s)
+    return tuple(out)
+
+
+def _intermediate_error(ctx, array) -> RuntimeError:
+    name = type(ctx).__name__
+    return RuntimeError(
+        f"create_graph: {name} saved an array of shape {np.shape(array)} that is neither one "
+        f"of its inputs nor its output, so under create_graph it would be a constant and the "
+        f"higher derivatives through {name} silently wrong. Save only inputs and the output "
+        f"(ctx.save_for_backward), and recompute such a value in {name}.backward from the "
+        "saved tensors with operations that work on tensors (as CrossEntropy does), or "
+        "differentiate it once only (create_graph=False)."
+    )
+
+
 def _graph_gradient(g, data: np.ndarray, ctx) -> Tensor:
     """An op's gradient under create_graph: it must be a tensor, summed to its input's shape."""
     if not isinstance(g, Tensor):
@@ -267,15 +337,50 @@ def _graph_gradient(g, data: np.ndarray, ctx) -> Tensor:
         )
     if g.shape != data.shape:
         g = sum_to(g, data.shape, type(ctx).__name__)
+    if g.dtype != data.dtype:  # a float32 input that met a float64 constant: float32 gradient
+        g = _Cast.apply(g, dtype=data.dtype)
     return g
 
 
-def _hooked(new, hook) -> Tensor:
-    """What a hook returned under create_graph: it must be a tensor, or the graph of the
-    gradient would be cut there and every higher derivative through it silently wrong."""
+class _Cast(Function):
+    """z = a as another dtype;  dz/da = 1 (the gradient cast back to a's dtype)"""
+
+    __slots__ = ()
+
+    @staticmethod
+    def forward(ctx, a, dtype):
+        return a.astype(dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad  # the engine casts it to the input's dtype, as every gradient
+
+
+def _accumulated(node: Tensor, g: np.ndarray) -> np.ndarray:
+    """node.grad + g, refusing a .grad (assigned by hand) of another shape than the tensor's."""
+    if node.grad.shape != g.shape:
+        raise RuntimeError(
+            f"backward: the tensor's .grad has shape {np.shape(node.grad)} but the tensor has "
+            f"shape {node.shape}; a gradient must have its tensor's shape (as in PyTorch). "
+            "Set .grad = None (or an array of the tensor's shape) before backward."
+        )
+    return node.grad + g
+
+
+def _hooked(new, hook, grad, create_graph: bool):
+    """What a hook returned: the gradient's shape, and under create_graph a tensor, or the graph
+    of the gradient would be cut there and every higher derivative through it silently wrong."""
+    name = getattr(hook, "__qualname__", type(hook).__name__)
+    if np.shape(plain(new)) != grad.shape:
+        raise RuntimeError(
+            f"backward: the hook {name} returned a gradient of shape {np.shape(plain(new))} "
+            f"for a gradient of shape {grad.shape}; a hook must keep the gradient's shape "
+            "(as in PyTorch)."
+        )
+    if not create_graph:
+        return plain(new)
     if isinstance(new, Tensor):
         return new
-    name = getattr(hook, "__qualname__", type(hook).__name__)
     raise TypeError(
         f"create_graph: the hook {name} returned a {_type_name(new)}, not a tensor. Under "
         "create_graph a hook receives the gradient as a tensor with a graph; return a tensor "

@@ -7,8 +7,9 @@ inputs as the parents of the new tensor.
 
 import numpy as np
 
+from minilucid._arrays import _as_array, _type_name
 from minilucid.grad_mode import GRAD_MODE, VERSIONS
-from minilucid.tensor import Tensor, _as_array, _type_name
+from minilucid.tensor import Tensor
 
 ndarray = np.ndarray
 
@@ -20,7 +21,7 @@ class Function:
     to its `parents` and holds what `forward` saved for `backward`.
     """
 
-    __slots__ = ("parents", "saved_tensors", "options", "version")
+    __slots__ = ("parents", "saved_tensors", "options", "version", "arrays")
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}>"
@@ -44,7 +45,7 @@ class Function:
     def apply(cls, *inputs, **options) -> Tensor:
         ctx = cls()
         arrays = []
-        requires_grad = False
+        requires_grad = converted = False
         for x in inputs:
             if isinstance(x, Tensor):
                 arrays.append(x.data)
@@ -52,18 +53,28 @@ class Function:
                     requires_grad = True
             elif type(x) is list:  # Python data follows Tensor's rule: floats become float32
                 arrays.append(_as_array(x, None, cls.__name__.lower()))
+                converted = True
             elif isinstance(x, PLAIN):
                 arrays.append(x)
             else:  # another library's tensor, say: NumPy would mangle it, so say what it is
                 raise _foreign(cls, x)
+        # Two inputs holding one array (x and x.detach()) get an array object each, so that
+        # create_graph can tell which input a saved array belongs to.
+        n = len(arrays)
+        if (
+            requires_grad
+            and (n > 2 or n == 2 and arrays[0] is arrays[1])
+            and _shared(inputs, arrays)
+        ):
+            converted = True
         try:
             # Nearly every call has one or two arrays and no options, so those calls are written
             # out: f(*args, **kwargs) costs Python about 0.15 us more than f(a, b).
             if options:
                 data = cls.forward(ctx, *arrays, **options)
-            elif len(arrays) == 1:
+            elif n == 1:
                 data = cls.forward(ctx, arrays[0])
-            elif len(arrays) == 2:
+            elif n == 2:
                 data = cls.forward(ctx, arrays[0], arrays[1])
             else:
                 data = cls.forward(ctx, *arrays)
@@ -80,6 +91,8 @@ class Function:
         if requires_grad and GRAD_MODE.enabled:
             ctx.parents = inputs
             ctx.version = VERSIONS.clock  # backward checks that nothing saved changed since
+            if converted:  # the arrays forward saw are not all the inputs' own
+                ctx.arrays = arrays
             if options:  # keyword options (dim=, shape=, ...) stay readable, e.g. for pictures
                 ctx.options = options
             out._ctx = ctx
@@ -88,6 +101,26 @@ class Function:
             out._ctx = None
             out._requires_grad = False
         return out
+
+
+def _shared(inputs, arrays: list) -> bool:
+    """Give each input that shares its array object with an earlier, different input a view of
+    its own (changing `arrays` in place); whether any did."""
+    if len(arrays) == 2:  # the usual binary op, checked without a loop
+        if arrays[0] is not arrays[1] or inputs[0] is inputs[1]:
+            return False
+        arrays[1] = arrays[1].view()
+        return True
+    first = {}  # id(array) -> the input it first came from
+    changed = False
+    for i, (x, a) in enumerate(zip(inputs, arrays, strict=True)):
+        if not isinstance(a, ndarray):
+            continue
+        owner = first.setdefault(id(a), x)
+        if owner is not x:
+            arrays[i] = a.view()
+            changed = True
+    return changed
 
 
 def _zero_d(ctx, scalar) -> ndarray:

@@ -15,11 +15,12 @@ GRAD_MODE = _GradMode()  # read by Function.apply on every op
 
 
 class _Versions:
-    __slots__ = ("clock", "stamps")
+    __slots__ = ("clock", "stamps", "limit")
 
     def __init__(self) -> None:
         self.clock = 0  # advanced by every in-place change
         self.stamps = {}  # id(array) -> (weak reference to it, clock of its last change, op)
+        self.limit = 1000  # the size of `stamps` at which dead arrays are next swept out
 
 
 VERSIONS = _Versions()  # Function.apply notes VERSIONS.clock in every op it records

@@ -37,40 +37,77 @@ def save(obj, path) -> None:
 
 
 def load(path):
-    """Read what `save` wrote; tensors come back as Tensors (without requires_grad)."""
-    name = os.fspath(path)
-    if not os.path.isfile(name):
-        raise FileNotFoundError(f"load: there is no file {name!r}")
-    if not zipfile.is_zipfile(name):
-        raise ValueError(
-            f"load: {name!r} is not an .npz file (a zip archive of .npy arrays), so it was "
-            "not read. minilucid.save writes such files; it never reads pickles."
-        )
-    with zipfile.ZipFile(name) as archive:
-        members = archive.namelist()
-        strange = [m for m in members if not m.endswith(".npy") and m != TREE]
-        if strange:
+    """Read what `save` wrote (from a path or a binary file object such as io.BytesIO); tensors
+    come back as Tensors (without requires_grad)."""
+    name = _file_name(path)
+    if not hasattr(path, "read"):
+        if not os.path.isfile(name):
+            raise FileNotFoundError(f"load: there is no file {name!r}")
+        if not zipfile.is_zipfile(name):
             raise ValueError(
-                f"load: {name!r} holds {strange[0]!r}, which is not a .npy array (a pickle, "
-                "perhaps, as torch.save writes); refusing to read it. Only .npz files of "
-                "arrays, as minilucid.save writes, are loaded."
+                f"load: {name!r} is not an .npz file (a zip archive of .npy arrays), so it was "
+                "not read. minilucid.save writes such files; it never reads pickles."
             )
-        tree = json.loads(archive.read(TREE)) if TREE in members else None
+    try:
+        with zipfile.ZipFile(path if hasattr(path, "read") else name) as archive:
+            tree, arrays = _read(archive, name)
+        if tree is None:
+            return {key: Tensor(array) for key, array in arrays.items()}
+        return _decode(tree, arrays)
+    except (zipfile.BadZipFile, EOFError, OSError, KeyError, TypeError, IndexError) as error:
+        raise _damaged(name, error) from None
+    except (json.JSONDecodeError, RecursionError) as error:
+        raise _damaged(name, error, f"its {TREE} is not the JSON that save writes") from None
+
+
+def _file_name(path) -> str:
+    if hasattr(path, "read"):
+        return getattr(path, "name", None) or f"the {type(path).__name__}"
+    return os.fspath(path)
+
+
+def _read(archive: zipfile.ZipFile, name: str) -> tuple:
+    """The archive's tree (or None) and its arrays by key, refusing anything but .npy arrays."""
+    members = archive.namelist()
+    strange = [m for m in members if not m.endswith(".npy") and m != TREE]
+    if strange:
+        raise ValueError(
+            f"load: {name!r} holds {strange[0]!r}, which is not a .npy array (a pickle, "
+            "perhaps, as torch.save writes); refusing to read it. Only .npz files of "
+            "arrays, as minilucid.save writes, are loaded."
+        )
+    tree = json.loads(archive.read(TREE)) if TREE in members else None
     arrays = {}
-    with np.load(name, allow_pickle=False) as npz:
-        for key in npz.files:
-            if key == TREE:
-                continue
+    for member in members:
+        if member == TREE:
+            continue
+        key = member[: -len(".npy")]
+        with archive.open(member) as f:
             try:
-                arrays[key] = npz[key]
+                arrays[key] = np.lib.format.read_array(f, allow_pickle=False)
             except ValueError as error:
+                if "allow_pickle" not in str(error):
+                    raise _damaged(
+                        name, error, f"its array {key!r} is not a readable .npy"
+                    ) from None
                 raise ValueError(
                     f"load: array {key!r} in {name!r} holds Python objects, which would have "
                     f"to be unpickled; refusing to read it ({error})"
                 ) from None
-    if tree is None:
-        return {key: Tensor(array) for key, array in arrays.items()}
-    return _decode(tree, arrays)
+        if arrays[key].dtype.kind not in "biuf":
+            raise ValueError(
+                f"load: array {key!r} in {name!r} holds {arrays[key].dtype} values, not "
+                "numbers; save never writes such arrays, so it was not read"
+            )
+    return tree, arrays
+
+
+def _damaged(name: str, error: Exception, what: str = "") -> ValueError:
+    what = what or "it is not a complete archive as save writes"
+    return ValueError(
+        f"load: {name!r} is damaged or was not written by minilucid.save: {what} "
+        f"({type(error).__name__}: {error}). Save it again from its source."
+    )
 
 
 def _plain(value) -> np.ndarray:
@@ -105,6 +142,8 @@ def _encode(obj, arrays: dict, where: str):
 
 def _decode(node, arrays: dict):
     if not isinstance(node, dict):
+        if isinstance(node, list):  # save writes lists as {"list": [...]}
+            raise TypeError("a bare JSON list in the tree")
         return node
     if "array" in node:
         array = arrays[node["array"]]

@@ -7,75 +7,20 @@ operator and method below is a one-line call to its op; the ops live in `miniluc
 
 import numpy as np
 
+from minilucid._arrays import (  # helpers that need no Tensor
+    _as_array,
+    _dim,
+    _flat_shape,
+    _shape_args,
+    _squeezed_shape,
+    _swapped_dims,
+    _unsqueezed_shape,
+)
+
 float32 = np.dtype("float32")
 float64 = np.dtype("float64")
 int64 = np.dtype("int64")
 long = int64  # PyTorch's other name for int64, the dtype of class labels
-
-
-def _as_array(data, dtype, where: str) -> np.ndarray:
-    """Python data becomes float32 (ints stay int64), NumPy arrays and scalars keep their dtype."""
-    if isinstance(data, Tensor):
-        data = data.data
-    if dtype is not None:
-        dtype = np.dtype(dtype)
-    if isinstance(data, np.ndarray | np.generic):
-        array = np.asarray(data)
-    else:
-        try:
-            array = np.array(data)
-        except ValueError:
-            raise ValueError(
-                f"{where}: the nested lists are ragged - every row must have the same length "
-                f"(got {_ragged_place(data)}). Pad the rows or build one tensor per row."
-            ) from None
-        if dtype is None and array.dtype.kind == "f":
-            dtype = float32
-    if array.dtype.kind not in "biuf":  # bool, int, unsigned int, float
-        raise TypeError(
-            f"{where}: cannot make a tensor from {_type_name(data)} data of dtype "
-            f"{array.dtype}; use numbers, (nested) lists of numbers or a NumPy array of numbers"
-        )
-    return array if dtype is None or array.dtype == dtype else array.astype(dtype)
-
-
-def _ragged_place(data) -> str:
-    """Where nested lists first disagree, level by level: 'row lengths 2, 1' at the top level,
-    else the two entries (by index path) whose lengths differ."""
-    level = [(f"[{i}]", row) for i, row in enumerate(data)]
-    top = True
-    while level:
-        sizes = [_len(x) for _, x in level]
-        if len(set(sizes)) > 1:
-            if top:
-                return "row lengths " + ", ".join(_size(n) for n in sizes)
-            odd = next(k for k, n in enumerate(sizes) if n != sizes[0])
-            return (
-                f"the entry {level[odd][0]} {_has(sizes[odd])}, "
-                f"the entry {level[0][0]} {_has(sizes[0])}"
-            )
-        if sizes[0] is None:
-            break
-        level = [(f"{path}[{j}]", item) for path, row in level for j, item in enumerate(row)]
-        top = False
-    return "rows of different lengths"
-
-
-def _len(x):
-    return len(x) if isinstance(x, list | tuple) else None
-
-
-def _size(n) -> str:
-    return "scalar" if n is None else str(n)
-
-
-def _has(n) -> str:
-    return "is a number" if n is None else f"has length {n}"
-
-
-def _type_name(x) -> str:
-    kind, module = type(x), type(x).__module__
-    return kind.__name__ if module == "builtins" else f"{module}.{kind.__qualname__}"
 
 
 class Tensor:
@@ -88,7 +33,7 @@ class Tensor:
     # --- chapter 01: the node --------------------------------------------------------------
 
     def __init__(self, data, requires_grad: bool = False, dtype=None, name: str | None = None):
-        self.data = _as_array(data, dtype, "Tensor")
+        self.data = _as_array(plain(data), dtype, "Tensor")
         self.grad = None
         self.name = name
         self._ctx = None  # the op that created this tensor; None for a leaf
@@ -350,22 +295,22 @@ class Tensor:
         self._hooks = (*(self._hooks or ()), hook)
 
     def __eq__(self, other):
-        return Tensor(self.data == _plain(other))
+        return Tensor(self.data == plain(other))
 
     def __ne__(self, other):
-        return Tensor(self.data != _plain(other))
+        return Tensor(self.data != plain(other))
 
     def __lt__(self, other):
-        return Tensor(self.data < _plain(other))
+        return Tensor(self.data < plain(other))
 
     def __le__(self, other):
-        return Tensor(self.data <= _plain(other))
+        return Tensor(self.data <= plain(other))
 
     def __gt__(self, other):
-        return Tensor(self.data > _plain(other))
+        return Tensor(self.data > plain(other))
 
     def __ge__(self, other):
-        return Tensor(self.data >= _plain(other))
+        return Tensor(self.data >= plain(other))
 
     def __bool__(self) -> bool:
         if self.data.size != 1:
@@ -384,26 +329,13 @@ class Tensor:
         return Tensor(argmax(self.data, dim=_dim(dim, axis, "argmax"), keepdim=keepdim))
 
 
-def _plain(x):
-    return x.data if isinstance(x, Tensor) else x
-
-
 # Ops need Tensor, so they are imported after it; the methods above look them up at call time.
 from minilucid.autograd import backward  # noqa: E402
+from minilucid.ops.alike import plain  # noqa: E402
 from minilucid.ops.elementwise import Add, Div, Mul, Neg, Pow, Sub  # noqa: E402
 from minilucid.ops.inplace import overwrite, update  # noqa: E402
 from minilucid.ops.linalg import MatMul  # noqa: E402
 from minilucid.ops.reduce import Max, Mean, Min, Sum, argmax  # noqa: E402
-from minilucid.ops.shape import (  # noqa: E402
-    GetItem,
-    Permute,
-    Reshape,
-    _dim,
-    _flat_shape,
-    _shape_args,
-    _squeezed_shape,
-    _swapped_dims,
-    _unsqueezed_shape,
-)
+from minilucid.ops.shape import GetItem, Permute, Reshape  # noqa: E402
 from minilucid.ops.softmax import LogSoftmax, Softmax  # noqa: E402
 from minilucid.ops.unary import Abs, Clamp, Exp, Log, Relu, Sigmoid, Sqrt, Tanh  # noqa: E402

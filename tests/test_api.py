@@ -339,3 +339,21 @@ def test_counting_correct_predictions_as_in_pytorch():
     correct = hits.sum()
     assert correct.dtype == np.int64 and correct.shape == ()
     assert correct.item() == 3 and isinstance(correct.item(), int)
+
+
+def test_helpers_that_need_no_tensor_import_nothing_of_the_package():
+    """minilucid/_arrays.py (Python data to arrays, dims, shapes) sits outside the import
+    circle of tensor, function, autograd and the ops; the ops modules share alike's plain()."""
+    import ast
+    from pathlib import Path
+
+    import minilucid._arrays as helpers
+    import minilucid.ops.alike as alike
+    import minilucid.ops.unary as unary
+
+    tree = ast.parse(Path(helpers.__file__).read_text())
+    imported = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    imported += [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    assert imported == ["numpy"], imported
+    assert unary.plain is alike.plain  # an ops module imports alike without an import circle
+    assert helpers._axis(-1, 3, "sum") == 2

@@ -48,6 +48,23 @@ class WrongShapeGrad(Function):
         return grad  # shape (3,) for an input of shape (2, 3): forgot to spread it back
 
 
+def hooked_to_another_shape():
+    x = ml.randn(3, requires_grad=True)
+    x.register_hook(lambda g: np.zeros((2, 3)))
+    (x * 2).sum().backward()
+
+
+def grad_of_another_shape():
+    x = ml.randn(3, requires_grad=True)
+    x.grad = np.zeros((2, 3))
+    (x * 2).sum().backward()
+
+
+def in_place_with_a_view_of_itself():
+    h = x23() * 2
+    h += h.reshape(2, 3)
+
+
 def shapes_message(op, *shapes):
     listed = " and ".join(re.escape(str(s)) for s in shapes)
     return rf"^{op}: shapes {listed} cannot be broadcast together.*Reshape or unsqueeze"
@@ -422,6 +439,61 @@ BAD = [
         lambda: ml.zeros(0, 3).argmax(dim=0),
         ValueError,
         r"^argmax: dim 0 of the tensor of shape \(0, 3\) is empty",
+    ),
+    (
+        "hook returning another shape",
+        hooked_to_another_shape,
+        RuntimeError,
+        r"^backward: the hook .*<lambda> returned a gradient of shape \(2, 3\) for a gradient "
+        r"of shape \(3,\)",
+    ),
+    (
+        ".grad of another shape",
+        grad_of_another_shape,
+        RuntimeError,
+        r"^backward: the tensor's \.grad has shape \(2, 3\) but the tensor has shape \(3,\)",
+    ),
+    (
+        "clamp bound that requires grad",
+        lambda: x23().clamp(min=ml.zeros(3, requires_grad=True)),
+        TypeError,
+        r"^clamp: a min tensor that requires grad is not supported",
+    ),
+    (
+        "clamp tensor bounds crossing",
+        lambda: x23().clamp(ml.tensor([0.0, 2.0]), ml.tensor([1.0, 1.0])),
+        ValueError,
+        r"^clamp: min \[0\. 2\.\] is greater than max \[1\. 1\.\]",
+    ),
+    (
+        "softmax over an empty dim",
+        lambda: ml.zeros(2, 0).softmax(dim=1),
+        ValueError,
+        r"^softmax: dimension 1 of the tensor of shape \(2, 0\) is empty",
+    ),
+    (
+        "log_softmax over an empty dim",
+        lambda: ml.zeros(0, 2).log_softmax(dim=0),
+        ValueError,
+        r"^log_softmax: dimension 0 of the tensor of shape \(0, 2\) is empty",
+    ),
+    (
+        "iterating a 0-d tensor",
+        lambda: list(ml.tensor(1.0)),
+        TypeError,
+        r"^getitem: iteration over a 0-d tensor",
+    ),
+    (
+        "in place with a view of itself",
+        in_place_with_a_view_of_itself,
+        RuntimeError,
+        r"^add_: the other operand shares its memory with the tensor being changed",
+    ),
+    (
+        "grad of outputs and grad_outputs that differ in number",
+        lambda: ml.grad([x23().sum(), x23().sum()], [x23()], grad_outputs=[None]),
+        ValueError,
+        r"^grad: 2 outputs but 1 grad_outputs",
     ),
 ]
 

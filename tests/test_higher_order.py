@@ -8,13 +8,18 @@ double backward. Float64 throughout.
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 from gradients import central_differences, weights_for
 from test_ops import CASES, Case, run
 
 import minilucid as ml
+from minilucid import nn
 from minilucid.function import Function
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 # Layers (chapters 07-11): conv and pooling go through Im2Col/Col2Im, an adjoint pair; linear is
 # one op (Affine) whose backward is written with @, .T, reshape and sum; normalisation and the
@@ -337,3 +342,134 @@ def test_a_hook_under_create_graph_keeps_the_graph_or_is_refused():
         ml.grad(w, z, create_graph=True)
     (first,) = ml.grad(w, z)  # first order: any array will do
     assert np.isclose(first, 2 * 3 * 1.5**2)
+
+
+# --------------------------------------------------------------------------------------------
+# Tensors that share one array (x.detach(), Tensor(x.data), Parameter(x)) stay different tensors
+
+
+def x123():
+    return ml.tensor([1.0, 2.0, 3.0], dtype=ml.float64, requires_grad=True)
+
+
+def test_a_detached_copy_in_the_same_op_is_a_constant_under_create_graph():
+    x = x123()
+    (g,) = ml.grad((x.detach() / x).sum(), x, create_graph=True)
+    np.testing.assert_allclose(g.data, -1 / x.data)  # d(c / x)/dx = -c / x**2 with c = x
+    (h,) = ml.grad(g.sum(), x)
+    np.testing.assert_allclose(h, 2 / x.data**2)  # d(-c / x**2)/dx = 2 c / x**3
+
+    (g,) = ml.grad((x.detach() * x).sum(), x, create_graph=True)
+    np.testing.assert_allclose(g.data, x.data)
+    assert not g.requires_grad, "d(c * x)/dx = c is a constant"
+
+
+@pytest.mark.parametrize(
+    "alias",
+    [lambda x: x.detach(), lambda x: ml.Tensor(x.data), lambda x: nn.Parameter(x)],
+    ids=["detach", "Tensor(x.data)", "Parameter(x)"],
+)
+def test_tensors_sharing_an_array_keep_their_own_second_derivatives(alias):
+    x = x123()
+    c = alias(x)
+    y = (c * x * x).sum()  # c held apart: d2y/dx2 = 2c, d2y/dxdc = 2x
+    (gx,) = ml.grad(y, x, create_graph=True)
+    np.testing.assert_allclose(gx.data, 2 * x.data**2)
+    second = ml.grad(gx.sum(), [x, c] if c.requires_grad else [x], allow_unused=True)
+    np.testing.assert_allclose(second[0], 2 * x.data)
+    if c.requires_grad:
+        np.testing.assert_allclose(second[1], 2 * x.data)
+
+
+def test_the_same_tensor_twice_is_still_one_tensor():
+    x = x123()
+    (g,) = ml.grad((x * x * x).sum(), x, create_graph=True)
+    (h,) = ml.grad(g.sum(), x)
+    np.testing.assert_allclose(h, 6 * x.data)
+
+
+class SoftplusSavingSigmoid(Function):
+    """z = log(1 + exp(a));  dz/da = sigmoid(a), saved in forward: an intermediate array."""
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(1 / (1 + np.exp(-a)))
+        return np.log1p(np.exp(a))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (s,) = ctx.saved_tensors
+        return grad * s
+
+
+def test_a_saved_intermediate_array_is_refused_under_create_graph():
+    x = x123()
+    (g,) = ml.grad(SoftplusSavingSigmoid.apply(x).sum(), x)  # first order is right
+    np.testing.assert_allclose(g, 1 / (1 + np.exp(-x.data)))
+    with pytest.raises(RuntimeError, match=r"^create_graph: SoftplusSavingSigmoid saved an array"):
+        ml.grad(SoftplusSavingSigmoid.apply(x).sum(), x, create_graph=True)
+
+
+def test_create_graph_inside_no_grad_records_the_sums_of_the_gradient():
+    x = x123()
+    y = (x * x).sum()  # x used twice: its two gradients are summed
+    with ml.no_grad():
+        (g,) = ml.grad(y, x, create_graph=True)
+    assert g.requires_grad
+    (h,) = ml.grad(g.sum(), x)
+    np.testing.assert_allclose(h, [2.0, 2.0, 2.0])
+
+    b = ml.tensor([1.0], dtype=ml.float64, requires_grad=True)
+    y = (x * b * b).sum()  # b broadcast: its gradient is summed back to shape (1,)
+    with ml.no_grad():
+        (gb,) = ml.grad(y, b, create_graph=True)
+    (hb,) = ml.grad(gb.sum(), b)
+    np.testing.assert_allclose(hb, [2 * x.data.sum()])
+
+
+def test_a_float32_leaf_gets_a_float32_gradient_from_a_float64_constant():
+    for create_graph in (False, True):
+        x = ml.tensor([1.0, 2.0], requires_grad=True)
+        y = (x * x * np.array([1.0, 3.0])).sum()  # float64 from the constant on
+        assert y.dtype == np.float64
+        (g,) = ml.grad(y, x, create_graph=create_graph, retain_graph=True)
+        assert g.dtype == np.float32, f"create_graph={create_graph}"
+        y.backward(create_graph=create_graph)
+        assert x.grad.dtype == np.float32, f"create_graph={create_graph}"
+        np.testing.assert_allclose(x.grad, [2.0, 12.0])
+    (h,) = ml.grad(g.sum(), x)
+    assert h.dtype == np.float32
+    np.testing.assert_allclose(h, [2.0, 6.0])
+
+
+def test_grad_of_several_outputs_is_the_sum_of_their_gradients():
+    x = x123()
+    shared = x * x
+    y1, y2 = shared.sum(), (shared * x).sum()
+    (g,) = ml.grad([y1, y2], x, retain_graph=True)
+    np.testing.assert_allclose(g, 2 * x.data + 3 * x.data**2)
+    (g,) = ml.grad([y1, y2], x, grad_outputs=[np.array(2.0), None], create_graph=True)
+    np.testing.assert_allclose(g.data, 4 * x.data + 3 * x.data**2)
+    (h,) = ml.grad(g.sum(), x)
+    np.testing.assert_allclose(h, 4 + 6 * x.data)
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed")
+def test_aliased_and_mixed_dtype_second_derivatives_agree_with_torch():
+    import torch
+
+    values = [1.0, 2.0, 3.0]
+    x = x123()
+    t = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    (g,) = ml.grad((x.detach() / x).sum(), x, create_graph=True)
+    (gt,) = torch.autograd.grad((t.detach() / t).sum(), t, create_graph=True)
+    np.testing.assert_allclose(ml.grad(g.sum(), x)[0], torch.autograd.grad(gt.sum(), t)[0])
+    (g,) = ml.grad([(x * x).sum(), (x * x * x).sum()], x)
+    (gt,) = torch.autograd.grad([(t * t).sum(), (t * t * t).sum()], t)
+    np.testing.assert_allclose(g, gt.numpy())
+    x32 = ml.tensor(values, requires_grad=True)
+    t32 = torch.tensor(values, requires_grad=True)
+    (g,) = ml.grad((x32 * x32 * np.array(2.0)).sum(), x32, create_graph=True)
+    constant = torch.tensor(2.0, dtype=torch.float64)
+    (gt,) = torch.autograd.grad((t32 * t32 * constant).sum(), t32, create_graph=True)
+    assert str(g.dtype) == str(gt.dtype).removeprefix("torch.")

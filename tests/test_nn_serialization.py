@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import json
 import pickle
 import zipfile
 
@@ -133,3 +135,104 @@ def test_a_checkpoint_with_an_optimiser_resumes_training_exactly(tmp_path):
     assert back["epoch"] == 3
     for a, b in zip(first.parameters(), second.parameters(), strict=True):
         assert np.array_equal(a.data, b.data)
+
+
+# --------------------------------------------------------------------------------------------
+# A checkpoint that does not fit loads nothing; a damaged file is named in its error
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        np.array(["a", "b", "c", "d", "e", "f"]),
+        np.array([b"a", b"b", b"c", b"d", b"e", b"f"]),
+        np.array([{}, 1, 2, 3, 4, 5], dtype=object),
+        [[1.0, 2.0], [3.0]],
+    ],
+    ids=["strings", "bytes", "objects", "ragged"],
+)
+def test_load_state_dict_checks_every_entry_before_changing_anything(bad):
+    ml.manual_seed(0)
+    target = nn.Sequential(nn.Linear(6, 5), nn.Linear(5, 6))
+    before = {k: v.data.copy() for k, v in target.state_dict().items()}
+    state = {k: np.zeros_like(v.data) for k, v in target.state_dict().items()}
+    state["1.bias"] = bad  # the last entry: every other would have been written before it
+    with pytest.raises(RuntimeError, match=r"^load_state_dict: Sequential: nothing was loaded"):
+        target.load_state_dict(state)
+    for key, value in target.state_dict().items():
+        np.testing.assert_array_equal(value.data, before[key])
+
+
+def test_a_crafted_checkpoint_of_strings_is_refused_and_loads_nothing(tmp_path):
+    """save never writes strings; a file that holds some (NumPy writes them without pickling)
+    is refused by load, naming the file, before any model sees it."""
+    ml.manual_seed(0)
+    target = model()
+    before = [p.data.copy() for p in target.parameters()]
+    state = {k: v.data for k, v in target.state_dict().items()}
+    state["3.bias"] = np.array(["x", "y"])  # the last entry, of the right shape
+    path = tmp_path / "crafted.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        items = []
+        for i, (key, array) in enumerate(state.items()):
+            with archive.open(f"a{i}.npy", "w") as f:
+                np.lib.format.write_array(f, array, allow_pickle=False)
+            items.append([key, {"array": f"a{i}", "tensor": False}])
+        archive.writestr("__tree__.json", json.dumps({"dict": items}))
+    with pytest.raises(ValueError, match=r"^load: array 'a3' in '.*crafted.npz' holds <U1"):
+        target.load_state_dict(ml.load(path))
+    for p, b in zip(target.parameters(), before, strict=True):
+        np.testing.assert_array_equal(p.data, b)
+
+
+def damaged_files(tmp_path):
+    """(name, path) of files save never writes: each is refused with an error naming it."""
+    good = tmp_path / "good.npz"
+    ml.save({"epoch": 3, "model": {"w": ml.ones(2)}}, good)
+    data = good.read_bytes()
+    files = {"truncated.npz": data[: len(data) // 2]}
+
+    def zipped(name, members):
+        path = tmp_path / name
+        with zipfile.ZipFile(path, "w") as archive:
+            for member, text in members.items():
+                archive.writestr(member, text)
+        files[name] = path.read_bytes()
+
+    zipped("bad_json.npz", {"__tree__.json": "{not json"})
+    zipped("missing_array.npz", {"__tree__.json": '{"array": "a0", "tensor": true}'})
+    zipped("bad_tree.npz", {"__tree__.json": '{"tuple": 3}'})
+    zipped("deep_json.npz", {"__tree__.json": "[" * 100_000 + "]" * 100_000})
+    zipped("bad_npy.npz", {"w.npy": b"\x93NUMPY not really"})
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+    return [(name, tmp_path / name) for name in files]
+
+
+def test_a_damaged_file_is_refused_with_an_error_naming_it(tmp_path):
+    for name, path in damaged_files(tmp_path):
+        refused = rf"^load: .*{name}' (is damaged|is not an \.npz file)"
+        with pytest.raises(ValueError, match=refused) as info:
+            ml.load(path)
+        assert info.value.__cause__ is None, name
+
+
+def test_save_and_load_through_a_file_object():
+    buffer = io.BytesIO()
+    checkpoint = {"model": {"w": ml.tensor([1.0, 2.0])}, "epoch": 2}
+    ml.save(checkpoint, buffer)
+    buffer.seek(0)
+    back = ml.load(buffer)
+    assert back["epoch"] == 2
+    np.testing.assert_array_equal(back["model"]["w"].data, [1.0, 2.0])
+    with pytest.raises(ValueError, match=r"^load: 'the BytesIO' is damaged"):
+        ml.load(io.BytesIO(b"not a zip"))
+
+
+def test_a_key_named_like_the_tree_member_survives_a_round_trip(tmp_path):
+    state = {"__tree__.json": ml.tensor([1.0]), "__tree__": ml.tensor([2.0]), "w": ml.ones(1)}
+    ml.save(state, tmp_path / "s.npz")
+    back = ml.load(tmp_path / "s.npz")
+    assert list(back) == list(state)
+    for key, value in state.items():
+        np.testing.assert_array_equal(back[key].data, value.data)

@@ -62,6 +62,7 @@ def cross_entropy_ref(logits, targets):
 
 S, S3 = (2, 3), (2, 3, 4)
 C = np.random.default_rng(7).standard_normal(S)  # NumPy operands
+CLAMP_LOW, CLAMP_HIGH = np.array([-0.5, -0.5, 0.0, -0.5]), np.array([0.5, 0.5, 0.5, 0.0])
 C_POS = np.random.default_rng(8).uniform(0.5, 2.0, S)
 C_MAT = np.random.default_rng(9).standard_normal((4, 2))
 COND = np.array([[True, False, True], [False, False, True]])
@@ -412,6 +413,15 @@ CASES = [
     Case("clamp min", lambda m, F, x: x.clamp(min=0.0), lambda x: np.maximum(x, 0), (S3,), "apart"),
     Case(
         "clamp max", lambda m, F, x: x.clamp(max=0.5), lambda x: np.minimum(x, 0.5), (S3,), "apart"
+    ),
+    Case(  # bounds as tensors (that do not require grad), broadcast along the last dimension
+        "clamp tensor bounds",
+        lambda m, F, x: x.clamp(
+            m.tensor(CLAMP_LOW, dtype=x.dtype), m.tensor(CLAMP_HIGH, dtype=x.dtype)
+        ),
+        lambda x: np.clip(x, CLAMP_LOW, CLAMP_HIGH),
+        (S3,),
+        "apart",
     ),
     Case(
         "clamp function",

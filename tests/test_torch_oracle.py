@@ -125,3 +125,42 @@ def test_argmax_agrees_with_torch(dim, keepdim):
     assert out.shape == tuple(expected.shape)
     assert str(out.dtype) == str(expected.dtype).removeprefix("torch.")
     np.testing.assert_array_equal(out.data, expected.numpy())
+
+
+# --------------------------------------------------------------------------------------------
+# What both refuse (each engine with its own words), and what mixing the two libraries does
+
+
+def refusals(lib):
+    """Programs that PyTorch refuses; each takes the library (torch or minilucid)."""
+
+    def hook_of_another_shape():
+        x = lib.ones(3, requires_grad=True)
+        x.register_hook(lambda g: lib.zeros(2, 3))
+        (x * 2).sum().backward()
+
+    def grad_of_another_shape():
+        x = lib.ones(3, requires_grad=True)
+        x.grad = lib.zeros(2, 3) if lib is torch else np.zeros((2, 3))
+        (x * 2).sum().backward()
+
+    return {
+        "iterating a 0-d tensor": lambda: list(lib.tensor(1.0)),
+        "a hook returning another shape": hook_of_another_shape,
+        "a .grad of another shape": grad_of_another_shape,
+    }
+
+
+@pytest.mark.parametrize("name", list(refusals(ml)))
+def test_what_torch_refuses_minilucid_refuses(name):
+    with pytest.raises((RuntimeError, TypeError)):
+        refusals(torch)[name]()
+    with pytest.raises((RuntimeError, TypeError)):
+        refusals(ml)[name]()
+
+
+def test_a_torch_tensor_and_a_minilucid_tensor_do_not_mix_either_way():
+    """The README says so: each order is a clear error naming the op (torch 2.13)."""
+    for mixed in (lambda: torch.ones(2) + ml.ones(2), lambda: ml.ones(2) + torch.ones(2)):
+        with pytest.raises(TypeError, match=r"^add: cannot combine a minilucid tensor with torch"):
+            mixed()

@@ -196,14 +196,13 @@ class Module:
         own = self.state_dict()
         missing = [key for key in own if key not in state_dict]
         unexpected = [key for key in state_dict if key not in own]
-        problems = []
-        for key, target in own.items():
+        problems, values = [], {}
+        for key, target in own.items():  # every entry is checked before anything is changed
             if key in state_dict:
-                shape = np.shape(_array(state_dict[key]))
-                if shape != target.shape:
-                    problems.append(
-                        f"{key}: the state_dict has shape {shape}, the model {target.shape}"
-                    )
+                value, problem = _checked(key, state_dict[key], target)
+                if problem:
+                    problems.append(problem)
+                values[key] = value
         if strict:
             problems += [
                 f"missing key {key!r}: in the model, not in the state_dict" for key in missing
@@ -218,9 +217,8 @@ class Module:
                 + "\nWas it saved from a model built the same way? Compare the keys of "
                 "model.state_dict() with it; strict=False skips missing and extra keys."
             )
-        for key, target in own.items():
-            if key in state_dict:
-                target.data[...] = _array(state_dict[key])  # in place: the model keeps its arrays
+        for key, value in values.items():
+            own[key].data[...] = value  # in place: the model keeps its arrays
         return _IncompatibleKeys(missing, unexpected)
 
     # --- printing ---------------------------------------------------------------------------
@@ -241,5 +239,14 @@ class Module:
         return head + "\n" + "\n".join(lines) + "\n)"
 
 
-def _array(value) -> np.ndarray:
-    return value.data if isinstance(value, Tensor) else np.asarray(value)
+def _checked(key: str, value, target) -> tuple:
+    """(the entry as an array, None) if it can replace `target`'s values, else (None, why not)."""
+    try:
+        array = value.data if isinstance(value, Tensor) else np.asarray(value)
+    except ValueError as error:  # ragged lists, say
+        return None, f"{key}: not an array of numbers ({error})"
+    if array.dtype.kind not in "biuf":
+        return None, f"{key}: the state_dict holds {array.dtype} values, not numbers"
+    if array.shape != target.shape:
+        return None, f"{key}: the state_dict has shape {array.shape}, the model {target.shape}"
+    return array, None

@@ -8,8 +8,6 @@ tensors to the op that differentiates the same function.
 
 import numpy as np
 
-from minilucid.ops.shape import Where
-from minilucid.ops.unary import Exp, Log
 from minilucid.tensor import Tensor
 
 
@@ -21,18 +19,18 @@ def plain(x):
 def where(cond, x, y):
     """np.where(cond, x, y) with cond an array; the op Where if x or y is a tensor."""
     if isinstance(x, Tensor) or isinstance(y, Tensor):
-        return Where.apply(cond, x, y)
+        return shape.Where.apply(cond, x, y)
     return np.where(cond, x, y)
 
 
 def exp(x):
     """np.exp, or the op Exp for a tensor."""
-    return Exp.apply(x) if isinstance(x, Tensor) else np.exp(x)
+    return unary.Exp.apply(x) if isinstance(x, Tensor) else np.exp(x)
 
 
 def log(x):
     """np.log, or the op Log for a tensor."""
-    return Log.apply(x) if isinstance(x, Tensor) else np.log(x)
+    return unary.Log.apply(x) if isinstance(x, Tensor) else np.log(x)
 
 
 def sum_kept(x, dim):
@@ -40,3 +38,8 @@ def sum_kept(x, dim):
     if isinstance(x, Tensor):
         return x.sum(dim=dim, keepdim=True)
     return x.sum(axis=dim, keepdims=True)
+
+
+# The ops these helpers hand tensors to are looked up at call time, and imported last: an ops
+# module (unary, say) may then import these helpers itself without an import circle.
+from minilucid.ops import shape, unary  # noqa: E402

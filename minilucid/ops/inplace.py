@@ -17,10 +17,11 @@ import weakref
 
 import numpy as np
 
+from minilucid._arrays import _as_array, _type_name
 from minilucid.grad_mode import GRAD_MODE, VERSIONS
 from minilucid.ops.elementwise import Add, Div, Mul, Sub
 from minilucid.ops.shape import Where
-from minilucid.tensor import Tensor, _as_array, _type_name
+from minilucid.tensor import Tensor
 
 UPDATES = {  # name -> (the NumPy ufunc that writes in place, the op that records it)
     "add_": (np.add, Add),
@@ -33,14 +34,20 @@ UPDATES = {  # name -> (the NumPy ufunc that writes in place, the op that record
 def update(t: Tensor, name: str, other, alpha=1) -> Tensor:
     """t <- t (+ - * /) alpha * other in t's own array; recorded when the graph needs it."""
     ufunc, op = UPDATES[name]
-    if alpha != 1:  # add_(x, alpha=-lr): the update of an optimiser, in one call
-        other = other * alpha if isinstance(other, Tensor) else _operand(other, name) * alpha
     value = _operand(other, name)
+    if alpha != 1:  # add_(x, alpha=-lr): the update of an optimiser, in one call
+        value = value * alpha
     _check_target(t, name, value, np.result_type(t.data, value))
     recorded = _recorded(t, other, name)
     VERSIONS.clock += 1  # first, so that the op recorded below is newer than the change
     if recorded:
-        _become(t, op.apply(_old_self(t), other))
+        operand = _unaliased(t, other, name) if isinstance(other, Tensor) else value
+        old = _old_self(t)
+        if operand is t:
+            operand = old
+        if alpha != 1 and isinstance(other, Tensor):
+            operand = operand * alpha
+        _become(t, op.apply(old, operand))
     else:
         ufunc(t.data, value, out=t.data, casting="same_kind")
     _stamp(t.data, name)
@@ -55,7 +62,9 @@ def overwrite(t: Tensor, name: str, source) -> Tensor:
     VERSIONS.clock += 1
     if recorded:
         # where(True, source, old): the gradient goes to source, none to the old value
-        _become(t, Where.apply(True, source, _old_self(t)))
+        operand = _unaliased(t, source, name)
+        old = _old_self(t)
+        _become(t, Where.apply(True, old if operand is t else operand, old))
     else:
         np.copyto(t.data, value, casting="unsafe")
     _stamp(t.data, name)
@@ -146,6 +155,25 @@ def _recorded(t: Tensor, other, name: str) -> bool:
     return True
 
 
+def _unaliased(t: Tensor, other, name: str):
+    """The operand of a recorded change to t, safe from the change itself.
+
+    `t` is about to become the op's output and its array to be overwritten, so an operand that
+    is t itself stands for t's old value (the caller puts the old node in: `h += h` doubles h,
+    and the gradient counts both terms), and a constant sharing t's memory (`h.detach()`) is
+    copied first.
+    """
+    if not isinstance(other, Tensor) or other is t or _root(other.data) is not _root(t.data):
+        return other
+    if not other._requires_grad:
+        return other.data.copy()
+    raise RuntimeError(
+        f"{name}: the other operand shares its memory with the tensor being changed (a view of "
+        "it, or it of the other), and it requires grad: changing one in place changes the "
+        f"other behind the graph's back. Use an out-of-place op (t = t op x)."
+    )
+
+
 def _old_self(t: Tensor) -> Tensor:
     """A new node that takes over t's value (a copy) and history; t's hooks go with it."""
     old = Tensor.__new__(Tensor)
@@ -176,9 +204,11 @@ def _root(array: np.ndarray) -> np.ndarray:
 def _stamp(array: np.ndarray, name: str) -> None:
     root = _root(array)
     stamps = VERSIONS.stamps
-    if len(stamps) > 1000:  # forget arrays that no longer exist
+    if len(stamps) > VERSIONS.limit:  # forget arrays that no longer exist
         for key in [k for k, (ref, _, _) in stamps.items() if ref() is None]:
             del stamps[key]
+        # the next sweep waits until the table has doubled: amortised constant time per stamp
+        VERSIONS.limit = max(1000, 2 * len(stamps))
     stamps[id(root)] = (weakref.ref(root), VERSIONS.clock, name)
 
 

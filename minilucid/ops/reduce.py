@@ -6,9 +6,9 @@ every number that took part.
 
 import numpy as np
 
+from minilucid._arrays import _axes, _axis
 from minilucid.function import Function
 from minilucid.ops.broadcast import expand_to
-from minilucid.ops.shape import _axis
 
 
 class Sum(Function):
@@ -103,17 +103,6 @@ def argmax(a: np.ndarray, dim=None, keepdim: bool = False) -> np.ndarray:
             "largest entry"
         )
     return np.argmax(a, axis=axis, keepdims=keepdim).astype(np.int64, copy=False)
-
-
-def _axes(dim, ndim: int, op: str) -> tuple:
-    """dim None, an int or a tuple of ints -> a sorted tuple of non-negative axes."""
-    if dim is None:
-        return tuple(range(ndim))
-    dims = dim if isinstance(dim, tuple | list) else (dim,)
-    axes = tuple(sorted({_axis(d, ndim, op) for d in dims}))
-    if ndim == 0:  # a 0-d tensor reduces over nothing
-        return ()
-    return axes
 
 
 def _restore(grad, ctx):

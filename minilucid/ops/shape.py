@@ -5,6 +5,7 @@ Their backward moves the gradient back to where each number came from.
 
 import numpy as np
 
+from minilucid._arrays import _axis
 from minilucid.function import Function
 
 
@@ -62,6 +63,11 @@ class GetItem(Function):
     @staticmethod
     def forward(ctx, a, index):
         index = _plain_index(index)
+        if a.ndim == 0 and isinstance(index, int | np.integer):  # also what `for v in t` does
+            raise TypeError(
+                "getitem: iteration over a 0-d tensor (as PyTorch refuses it): a 0-d tensor "
+                "holds one number and has no dimension to index; use .item()"
+            )
         ctx.in_shape = a.shape
         ctx.index = index
         try:
@@ -210,61 +216,3 @@ def _same_shapes_but(arrays, dim: int, op: str) -> None:
 
 def _listed(arrays) -> str:
     return ", ".join(str(a.shape) for a in arrays)
-
-
-# --- argument helpers used by Tensor's methods ----------------------------------------------
-
-
-def _dim(dim, axis, op: str):
-    """PyTorch's `dim`, with NumPy's `axis` accepted as an alias."""
-    if axis is not None:
-        if dim is not None:
-            raise TypeError(f"{op}: give dim or axis, not both (they mean the same)")
-        return axis
-    return dim
-
-
-def _shape_args(shape: tuple) -> tuple:
-    """Accept both t.reshape(2, 3) and t.reshape((2, 3))."""
-    if len(shape) == 1 and isinstance(shape[0], tuple | list):
-        return tuple(shape[0])
-    return tuple(shape)
-
-
-def _axis(dim: int, ndim: int, op: str) -> int:
-    size = max(ndim, 1)  # as in torch, a 0-d tensor accepts dim 0 and -1
-    if not -size <= dim < size:
-        low, high = -size, size - 1
-        raise IndexError(
-            f"{op}: dim {dim} is out of range for a tensor with {ndim} dimensions "
-            f"(use {low} to {high})"
-        )
-    return dim % size
-
-
-def _flat_shape(shape: tuple, start: int, end: int) -> tuple:
-    if not shape:
-        return (1,)
-    start, end = _axis(start, len(shape), "flatten"), _axis(end, len(shape), "flatten")
-    return (*shape[:start], int(np.prod(shape[start : end + 1])), *shape[end + 1 :])
-
-
-def _unsqueezed_shape(shape: tuple, dim: int) -> tuple:
-    dim = _axis(dim, len(shape) + 1, "unsqueeze")
-    return (*shape[:dim], 1, *shape[dim:])
-
-
-def _squeezed_shape(shape: tuple, dim) -> tuple:
-    if dim is None:
-        return tuple(s for s in shape if s != 1)
-    dim = _axis(dim, len(shape), "squeeze")
-    if not shape or shape[dim] != 1:  # a 0-d tensor, or a dimension that is not 1: unchanged
-        return shape
-    return (*shape[:dim], *shape[dim + 1 :])
-
-
-def _swapped_dims(ndim: int, dim0: int, dim1: int) -> tuple:
-    dims = list(range(ndim))
-    a, b = _axis(dim0, ndim, "transpose"), _axis(dim1, ndim, "transpose")
-    dims[a], dims[b] = dims[b], dims[a]
-    return tuple(dims)

@@ -2,9 +2,9 @@
 
 import numpy as np
 
+from minilucid._arrays import _axis
 from minilucid.function import Function
 from minilucid.ops.alike import exp, sum_kept
-from minilucid.ops.shape import _axis
 
 
 class Softmax(Function):
@@ -15,6 +15,7 @@ class Softmax(Function):
     @staticmethod
     def forward(ctx, a, dim=-1):
         ctx.dim = _axis(dim, a.ndim, "softmax")
+        _check_not_empty(a, ctx.dim, "softmax")
         shifted = np.exp(a - a.max(axis=ctx.dim, keepdims=True))  # the largest becomes exp(0)
         out = shifted / shifted.sum(axis=ctx.dim, keepdims=True)
         ctx.save_for_backward(out)
@@ -34,6 +35,7 @@ class LogSoftmax(Function):
     @staticmethod
     def forward(ctx, a, dim=-1):
         ctx.dim = _axis(dim, a.ndim, "log_softmax")
+        _check_not_empty(a, ctx.dim, "log_softmax")
         out = a - logsumexp(a, ctx.dim)
         ctx.save_for_backward(out)
         return out
@@ -47,7 +49,7 @@ class LogSoftmax(Function):
 class CrossEntropy(Function):
     """z = mean_i(-log softmax(a_i)[t_i]);  dz/da_i = (softmax(a_i) - onehot(t_i)) / n"""
 
-    __slots__ = ("targets",)
+    __slots__ = ("targets", "exps", "total")
 
     @staticmethod
     def forward(ctx, logits, targets):
@@ -56,21 +58,22 @@ class CrossEntropy(Function):
         shifted = logits - logits.max(axis=1, keepdims=True)  # exp cannot overflow now
         exps = np.exp(shifted)
         total = exps.sum(axis=1, keepdims=True)
-        ctx.save_for_backward(logits, exps, total)
-        ctx.targets = targets
+        ctx.save_for_backward(logits)
+        # computed here, kept beside: no one else holds these arrays to change them in place
+        ctx.exps, ctx.total, ctx.targets = exps, total, targets
         # -log softmax(a)[t] = log(sum(exp(a - max))) - (a - max)[t], averaged over the rows
         return (np.log(total).sum() - shifted[np.arange(n), targets].sum()) / n
 
     @staticmethod
     def backward(ctx, grad):
-        logits, exps, total = ctx.saved_tensors
+        (logits,) = ctx.saved_tensors
         targets, n = ctx.targets, len(ctx.targets)
         rows = np.arange(n)
         if type(grad) is not np.ndarray:  # create_graph: the softmax recomputed from the logits
             onehot = np.zeros(logits.shape, dtype=logits.dtype)
             onehot[rows, targets] = 1
             return (Softmax.apply(logits, dim=1) - onehot) * (grad / n), None
-        d_logits = exps / total  # softmax(a), a fresh array: the rest is done in place
+        d_logits = ctx.exps / ctx.total  # softmax(a), a fresh array: the rest is in place
         d_logits[rows, targets] -= 1
         d_logits *= grad / n
         return d_logits, None
@@ -80,6 +83,14 @@ def logsumexp(a: np.ndarray, dim: int) -> np.ndarray:
     """log(sum(exp(a))) along dim (kept), shifted by the maximum so that exp cannot overflow."""
     top = a.max(axis=dim, keepdims=True)
     return top + np.log(np.exp(a - top).sum(axis=dim, keepdims=True))
+
+
+def _check_not_empty(a: np.ndarray, dim: int, op: str) -> None:
+    if a.shape[dim] == 0:
+        raise ValueError(
+            f"{op}: dimension {dim} of the tensor of shape {a.shape} is empty, and a "
+            "distribution over no entries is undefined; choose a dimension with entries"
+        )
 
 
 def _check_targets(logits: np.ndarray, targets: np.ndarray) -> None:

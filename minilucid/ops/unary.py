@@ -3,7 +3,7 @@
 import numpy as np
 
 from minilucid.function import Function
-from minilucid.tensor import _plain
+from minilucid.ops.alike import plain
 
 
 class Exp(Function):
@@ -71,7 +71,7 @@ class Abs(Function):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return grad * np.sign(_plain(a))  # a constant mask, even when a is a tensor
+        return grad * np.sign(plain(a))  # a constant mask, even when a is a tensor
 
 
 class Clamp(Function):
@@ -83,7 +83,8 @@ class Clamp(Function):
     def forward(ctx, a, low=None, high=None):
         if low is None and high is None:
             raise ValueError("clamp: give at least one of min and max")
-        if low is not None and high is not None and low > high:
+        low, high = _bound(low, "min"), _bound(high, "max")
+        if low is not None and high is not None and np.any(low > high):
             raise ValueError(f"clamp: min {low} is greater than max {high}")
         out = np.clip(a, low, high)
         ctx.save_for_backward(out == a)
@@ -93,6 +94,17 @@ class Clamp(Function):
     def backward(ctx, grad):
         (inside,) = ctx.saved_tensors
         return grad * inside
+
+
+def _bound(value, name: str):
+    """A bound of clamp as a number or an array; a bound that requires grad is refused."""
+    if getattr(value, "requires_grad", False):
+        raise TypeError(
+            f"clamp: a {name} tensor that requires grad is not supported here (its gradient "
+            f"would be lost); pass {name}=bound.detach(), or write "
+            "ml.where(x < low, low, x) to differentiate the bound too"
+        )
+    return plain(value)
 
 
 class Tanh(Function):
