@@ -44,9 +44,41 @@ def _layout(scene, rankdir="auto", scale=1.0) -> "_Layout":
     return fitting[0] if fitting else options[widths.index(min(widths))]
 
 
-def _dot(scene, layout: "_Layout", upto=None) -> str:
-    """The DOT source of the scene; with `upto`, a step-through frame showing steps 1..upto."""
-    dot = graphviz.Digraph(
+def _dot(scene, layout: "_Layout", upto=None, pins=None) -> str:
+    """The DOT source of the scene; with `upto`, a step-through frame showing steps 1..upto.
+
+    With pins (_pinned.py) every node keeps the place and size the one layout gave it: sizes
+    only while that layout runs, and then places as well, for neato -n2 to print as they are.
+    """
+    dot = _digraph(layout)
+    placed = pins is not None and pins.placed
+    if placed:
+        dot.graph_attr.update(layout="neato", **pins.graph)
+    frame = upto is not None  # a frame of the step-through marks its newest step
+    upto = _last_step(scene) if upto is None else upto
+    clusters = {}
+    for node in scene.nodes:
+        where = _cluster(dot, clusters, node.group, pins if placed else None)
+        attrs = _node(scene, node, layout, upto, frame)
+        if pins is not None:
+            attrs.update(pins.nodes.get(node.key, {}))
+        where.node(node.key, **attrs)
+    for i, edge in enumerate(scene.edges):
+        attrs = _edge(scene, edge, upto, layout.compact)
+        if attrs is not None:  # an edge not taken yet is left out; its place stays empty
+            if pins is not None:  # the layout finds each edge by its id
+                attrs["id"] = f"e{i}"
+                attrs.update(pins.edges.get(attrs["id"], {}))
+            dot.edge(edge.tail, edge.head, **attrs)
+    for sub in clusters.values():
+        dot.subgraph(sub)
+    if scene.note:
+        dot.attr(label=scene.note, labelloc="b", fontcolor="#555555")
+    return dot.source
+
+
+def _digraph(layout: "_Layout") -> graphviz.Digraph:
+    return graphviz.Digraph(
         graph_attr={
             "rankdir": layout.rankdir,
             "fontname": "Helvetica",
@@ -64,33 +96,36 @@ def _dot(scene, layout: "_Layout", upto=None) -> str:
             "weight": "4",
         },
     )
-    frame = upto is not None  # a frame of the step-through marks its newest step
-    upto = _last_step(scene) if upto is None else upto
-    clusters = {}
+
+
+def _label_variants(scene, layout: "_Layout", uptos: list) -> list:
+    """(key, attributes) of each different look a node takes in the frames that show steps
+    1..k for k in uptos, and in the whole picture."""
+    seen, variants = set(), []
     for node in scene.nodes:
-        where = _cluster(dot, clusters, node.group)
-        where.node(node.key, **_node(scene, node, layout, upto, frame))
-    for edge in scene.edges:
-        attrs = _edge(scene, edge, upto, layout.compact)
-        if attrs is not None:
-            dot.edge(edge.tail, edge.head, **attrs)
-    for sub in clusters.values():
-        dot.subgraph(sub)
-    if scene.note:
-        dot.attr(label=scene.note, labelloc="b", fontcolor="#555555")
-    return dot.source
+        looks = [(upto, True) for upto in uptos] + [(_last_step(scene), False)]
+        for upto, frame in looks:
+            attrs = _node(scene, node, layout, upto, frame)
+            look = (node.key, attrs["label"], attrs.get("penwidth"), attrs.get("shape"))
+            if look not in seen:
+                seen.add(look)
+                variants.append((node.key, attrs))
+    return variants
 
 
 def _last_step(scene) -> int:
     return len(scene.steps)
 
 
-def _cluster(dot, clusters: dict, label):
+def _cluster(dot, clusters: dict, label, pins=None):
     if label is None:
         return dot
     if label not in clusters:
-        sub = graphviz.Digraph(name=f"cluster_{len(clusters)}")
+        name = f"cluster_{len(clusters)}"
+        sub = graphviz.Digraph(name=name)
         sub.attr(label=label, style="rounded,dashed", color="#888888", fontcolor="#333333")
+        if pins is not None:
+            sub.attr(**pins.clusters.get(name, {}))
         clusters[label] = sub
     return clusters[label]
 

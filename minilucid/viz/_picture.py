@@ -21,6 +21,7 @@ class _Drawing:
 
     source: str
     text: str
+    pinned = False  # True: the DOT holds its layout, and neato -n2 prints it as it is
 
     def __repr__(self) -> str:
         return self.text
@@ -28,7 +29,7 @@ class _Drawing:
     def pipe(self, format: str = "svg") -> bytes:
         """The picture as bytes in `format` (svg, png, pdf, ...), as graphviz's pipe gives it."""
         try:
-            return _render(self.source, format)
+            return _render(self.source, format, self.pinned)
         except graphviz.ExecutableNotFound:
             raise RuntimeError(_no_dot_message()) from None
 
@@ -39,9 +40,12 @@ class _Drawing:
         removes the DOT file. Without `dot`: writes the DOT file, says how to install Graphviz,
         and returns the DOT file's path.
         """
-        source = graphviz.Source(self.source, filename=filename, directory=directory)
+        engine = "neato" if self.pinned else "dot"
+        source = graphviz.Source(self.source, filename=filename, directory=directory, engine=engine)
         try:
-            return source.render(format=format, view=view, cleanup=cleanup, quiet=True)
+            return source.render(
+                format=format, view=view, cleanup=cleanup, quiet=True, neato_no_op=self._no_op()
+            )
         except graphviz.ExecutableNotFound:
             written = source.save()
             print(f"{_no_dot_message()}\nWrote the DOT source to {written}.")
@@ -65,22 +69,26 @@ class _Drawing:
         if kind not in ("svg", "png", "pdf"):
             raise ValueError(f"save: cannot write a .{kind} file; use .svg, .png, .pdf or .gv")
         try:
-            path.write_bytes(_render(self.source, kind))
+            path.write_bytes(_render(self.source, kind, self.pinned))
         except graphviz.ExecutableNotFound:
             path = path.with_suffix(".gv")
             path.write_text(self.source, encoding="utf-8")
             print(f"{_no_dot_message()}\nWrote the DOT source to {path} instead.")
         return path
 
+    def _no_op(self):
+        return 2 if self.pinned else None
+
 
 class _Picture(_Drawing):
     """One scene drawn in one layout; Jupyter shows it as SVG (PNG where SVG is not trusted)."""
 
-    def __init__(self, scene, rankdir="auto", upto=None, layout=None):
+    def __init__(self, scene, rankdir="auto", upto=None, layout=None, pins=None):
         self.scene = scene
         self.fill = _scale() > 1  # a projector: fill the width of the output area
         self.layout = layout if layout is not None else _layout(scene, rankdir, _scale())
-        self.source = _dot(scene, self.layout, upto)  # the DOT source, always available
+        self.pinned = pins is not None  # a step-through's frame: drawn in the one layout
+        self.source = _dot(scene, self.layout, upto, pins)  # the DOT source, always available
         self.text = _text(scene, upto)  # nodes and edges in order, no addresses
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
@@ -101,7 +109,7 @@ class _Picture(_Drawing):
         The layouts aim at full size; should one still come out wider than a notebook's output
         area, it is shown a little smaller, but only as far as its type stays 11 px tall.
         """
-        svg = _render(self.source, "svg").decode("utf-8")
+        svg = _render(self.source, "svg", self.pinned).decode("utf-8")
         if self.fill:
             return _fill_width(svg)
         width, height = (float(v) for v in re.search(SIZE, svg).groups())
@@ -113,12 +121,13 @@ class _Picture(_Drawing):
 
     def png(self) -> bytes:
         """The PNG as shown where SVG is not: the size the SVG is shown at."""
-        svg_width = float(re.search(SIZE, _render(self.source, "svg").decode("utf-8")).group(1))
-        shrink = self._shrink(svg_width)
+        svg = _render(self.source, "svg", self.pinned).decode("utf-8")
+        shrink = self._shrink(float(re.search(SIZE, svg).group(1)))
         if shrink == 1:
-            return _render(self.source, "png")
+            return _render(self.source, "png", self.pinned)
         dpi = f"{96 * shrink:.1f}"  # Graphviz draws PNG at 96 dots per inch
-        return _render(self.source.replace("{\n", f"{{\n\tgraph [dpi={dpi}]\n", 1), "png")
+        source = self.source.replace("{\n", f"{{\n\tgraph [dpi={dpi}]\n", 1)
+        return _render(source, "png", self.pinned)
 
     def _shrink(self, width_pt: float) -> float:
         """1, or the factor that brings the picture into the output area with type >= 11 px."""
@@ -139,7 +148,9 @@ def _fill_width(svg: str) -> str:
     return re.sub(r'<svg width="[^"]*" height="[^"]*"', '<svg width="100%"', svg, count=1)
 
 
-def _render(source: str, kind: str) -> bytes:
+def _render(source: str, kind: str, pinned: bool = False) -> bytes:
+    if pinned:  # the layout is in the DOT: neato -n2 keeps every place and spline as given
+        return graphviz.Source(source, engine="neato").pipe(format=kind, neato_no_op=2, quiet=True)
     return graphviz.Source(source).pipe(format=kind, quiet=True)
 
 

@@ -13,7 +13,10 @@ from pathlib import Path
 
 import graphviz
 
+from minilucid.viz._dot import _dot, _label_variants, _layout
+from minilucid.viz._options import _scale
 from minilucid.viz._picture import _Drawing, _no_dot_message, _Picture
+from minilucid.viz._pinned import _pin
 
 SCRIPT = """<script>
 document.querySelectorAll(".minilucid-steps:not([data-ready])").forEach(function (root) {
@@ -50,12 +53,24 @@ class _Player(_Drawing):
     pass); `frame(k)` is frame k as a picture of its own; `save("steps.html")` writes the player.
     """
 
+    pinned = True
+
     def __init__(self, scene):
         self.scene = scene
-        whole = self.whole = _Picture(scene)
-        self.layout, self.fill = whole.layout, whole.fill
         self.steps = [0, *scene.frames()]
-        self.source = whole.source  # the last frame: every step
+        self.layout = _layout(scene, "auto", _scale())
+        try:
+            self.pins = _pin(
+                scene,
+                self.layout,
+                lambda pins: _dot(scene, self.layout, None, pins),
+                lambda: _label_variants(scene, self.layout, self.steps),
+            )
+        except graphviz.ExecutableNotFound:  # no layout without dot; the DOT is still there
+            self.pins, self.pinned = None, False
+        whole = self.whole = _Picture(scene, layout=self.layout, pins=self.pins)
+        self.fill = whole.fill
+        self.source = whole.source  # the last frame: every step, in the one layout
         self.captions = ["frame 0: before backward, no gradient yet"]
         for frame, k in enumerate(self.steps[1:], 1):
             step = scene.steps[k - 1]
@@ -69,7 +84,7 @@ class _Player(_Drawing):
         if not 0 <= k < len(self.steps):
             last = len(self.steps) - 1
             raise IndexError(f"step_through: there is no frame {k}; the frames are 0..{last}")
-        return _Picture(self.scene, upto=self.steps[k], layout=self.layout)
+        return _Picture(self.scene, upto=self.steps[k], layout=self.layout, pins=self.pins)
 
     def html(self) -> str:
         """The player: every frame as an SVG image, the controls and the script that drives them."""
