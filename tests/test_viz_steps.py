@@ -19,7 +19,7 @@ def graph():
 def frames(html: str) -> list:
     found = re.findall(
         r'<details class="minilucid-frame"( open)?><summary>(.*?)</summary>'
-        r'<img src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"',
+        r'<div[^>]*><img src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"',
         html,
     )
     return [
@@ -45,7 +45,7 @@ def test_html_holds_every_frame_and_frame_k_shows_steps_1_to_k():
 def test_controls_are_plain_html_driven_by_an_inline_script():
     *_, y = graph()
     html = step_through(y).html()
-    assert '<div class="minilucid-controls" hidden="hidden">' in html  # shown by the script only
+    assert '<div class="minilucid-controls" hidden="hidden" ' in html  # shown by the script only
     assert html.count("<button") == 2 and 'type="range"' in html
     script = html[html.index("<script>") :]
     assert "minilucid-frame" in script
@@ -74,3 +74,55 @@ def test_the_html_is_deterministic(tmp_path):
     assert step_through(y).html() == first
     page = step_through(y).save(tmp_path / "steps.html").read_text()
     assert page.startswith("<!DOCTYPE html>") and first in page
+
+
+def node_places(svg: str) -> dict:
+    """Each node's centre in the SVG, from its shape (its text may change between frames)."""
+    places = {}
+    for title, body in re.findall(r'class="node">\s*<title>([^<]*)</title>(.*?)</g>', svg, re.S):
+        body = re.sub(r"<text.*?</text>", "", body, flags=re.S)
+        points = re.findall(r"(-?[\d.]+),(-?[\d.]+)", body)
+        points += re.findall(r'cx="(-?[\d.]+)" cy="(-?[\d.]+)"', body)
+        xs, ys = [float(x) for x, _ in points], [float(y) for _, y in points]
+        places[title] = ((min(xs) + max(xs)) / 2, (min(ys) + max(ys)) / 2)
+    return places
+
+
+def canvas(svg: str) -> tuple:
+    return re.search(r'<svg width="([^"]*)" height="([^"]*)"', svg).groups()
+
+
+def diamond():
+    a = ml.tensor(2.0, requires_grad=True, name="a")
+    b = ml.tensor([1.0, -3.0], requires_grad=True, name="b")
+    c = a * b
+    c.name = "c"
+    d = c + a
+    d.name = "d"
+    return (d * d + c).tanh().sum()
+
+
+def test_every_frame_keeps_the_node_places_sizes_and_canvas_of_one_layout(tmp_path):
+    player = step_through(diamond())
+    shown = [svg for _, _, svg in frames(player.html())]
+    assert len(shown) == len(player.steps) > 5
+    assert len({canvas(svg) for svg in shown}) == 1
+    first = node_places(shown[0])
+    assert len(first) == len(player.scene.nodes)
+    for k, svg in enumerate(shown):
+        places = node_places(svg)
+        assert places.keys() == first.keys()
+        moves = [max(abs(x - first[n][0]), abs(y - first[n][1])) for n, (x, y) in places.items()]
+        assert max(moves) <= 1.0, f"frame {k}: a node moved {max(moves):.1f} pt"
+    assert node_places(player.frame(3).svg()) == node_places(shown[3])
+    saved = step_through(diamond()).save(tmp_path / "steps.html").read_text()
+    assert {canvas(svg) for _, _, svg in frames(saved)} == {canvas(shown[0])}
+
+
+def test_a_frame_hides_the_gradient_edges_not_taken_yet_and_marks_its_step():
+    player = step_through(diamond())
+    first, last = player.frame(0).svg(), player.frame(len(player.steps) - 1).svg()
+    assert "#c0392b" not in first  # before backward: no gradient edge, number or highlight
+    assert first.count('class="edge"') < last.count('class="edge"')
+    assert 'class="minilucid-here"' in player.html()
+    assert player.html().count('class="minilucid-here"') == len(player.steps) - 1

@@ -8,6 +8,7 @@ the layout of the whole backward picture, at full size: the type never shrinks t
 """
 
 import base64
+import re
 from html import escape
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import graphviz
 
 from minilucid.viz._dot import _dot, _label_variants, _layout
 from minilucid.viz._options import _scale
-from minilucid.viz._picture import _Drawing, _no_dot_message, _Picture
+from minilucid.viz._picture import SIZE, SMALLEST_PX, _Drawing, _no_dot_message, _Picture
 from minilucid.viz._pinned import _pin
 
 SCRIPT = """<script>
@@ -24,7 +25,7 @@ document.querySelectorAll(".minilucid-steps:not([data-ready])").forEach(function
   var controls = root.querySelector(".minilucid-controls");
   var slider = controls.querySelector("input");
   var where = controls.querySelector(".minilucid-where");
-  function show(k) {
+  function show(k, follow) {
     k = Math.max(0, Math.min(frames.length - 1, k));
     frames.forEach(function (frame, i) {
       frame.open = true;
@@ -34,11 +35,13 @@ document.querySelectorAll(".minilucid-steps:not([data-ready])").forEach(function
     slider.value = k;
     where.textContent = frames[k].querySelector("summary").textContent;
     root.setAttribute("data-frame", k);
+    var here = frames[k].querySelector(".minilucid-here");
+    if (follow && here) here.scrollIntoView({block: "nearest", inline: "nearest"});
   }
   controls.querySelectorAll("button").forEach(function (button) {
-    button.onclick = function () { show(Number(slider.value) + Number(button.value)); };
+    button.onclick = function () { show(Number(slider.value) + Number(button.value), true); };
   });
-  slider.oninput = function () { show(Number(slider.value)); };
+  slider.oninput = function () { show(Number(slider.value), true); };
   controls.hidden = false;
   root.setAttribute("data-ready", "");
   show(0);
@@ -87,20 +90,55 @@ class _Player(_Drawing):
         return _Picture(self.scene, upto=self.steps[k], layout=self.layout, pins=self.pins)
 
     def html(self) -> str:
-        """The player: every frame as an SVG image, the controls and the script that drives them."""
+        """The player: every frame as an SVG image, the controls and the script that drives them.
+
+        The controls stay at the top of the screen while the frames scroll under them, a step
+        scrolls its node into view, and a frame taller than the screen is shown smaller as far
+        as its type stays 11 px tall.
+        """
         n = len(self.steps) - 1
-        size = "width:100%" if self.fill else "max-width:100%"
         rows = ['<div class="minilucid-steps">', _controls(n)]
         for k, caption in enumerate(self.captions):
-            svg = base64.b64encode(self.frame(k).svg().encode("utf-8")).decode("ascii")
+            svg = self.frame(k).svg()
+            data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
             rows.append(
                 f'<details class="minilucid-frame"{" open" if k == n else ""}>'
                 f"<summary>{escape(caption)}</summary>"
-                f'<img src="data:image/svg+xml;base64,{svg}" alt="{escape(caption)}" '
-                f'style="{size}"></details>'
+                '<div style="position:relative;display:inline-block;max-width:100%">'
+                f'<img src="data:image/svg+xml;base64,{data}" alt="{escape(caption)}" '
+                f'style="{self._size(svg)}">{self._here(k)}</div></details>'
             )
         rows.append("</div>")
         return "\n".join(rows) + "\n" + SCRIPT
+
+    def _size(self, svg: str) -> str:
+        """The CSS size of a frame: its own, less if the screen is lower, with type >= 11 px."""
+        if self.fill:
+            return "width:100%"
+        width, height = (float(v) for v in re.search(SIZE, svg).groups())
+        natural = float(re.search(r'viewBox="[\d.]+ [\d.]+ ([\d.]+)', svg).group(1))
+        smallest = 10 * self.layout.scale * 4 / 3 * width / natural  # edge labels, in px
+        lowest = height * 4 / 3 * min(1.0, SMALLEST_PX / smallest)
+        return f"max-width:100%;max-height:max(calc(100vh - 4em), {lowest:.0f}px)"
+
+    def _here(self, k: int) -> str:
+        """An empty box over the node frame k takes, for the script to scroll into view."""
+        step = self.steps[k]
+        keys = [n.key for n in self.scene.nodes if n.kind == "tensor" and n.step == step]
+        if self.pins is None or not keys or keys[0] not in self.pins.nodes:
+            return ""
+        node = self.pins.nodes[keys[0]]
+        _, _, w, h = (float(v) for v in self.pins.graph["bb"].split(","))
+        x, y = (float(v) for v in node["pos"].rstrip("!").split(","))
+        pad = 7.2  # the picture's margin: pad=0.1 inch
+        box = (float(node["width"]) * 72, float(node["height"]) * 72)
+        left = (x - box[0] / 2 + pad) / (w + 2 * pad)
+        top = (h - y - box[1] / 2 + pad) / (h + 2 * pad)
+        return (
+            f'<span class="minilucid-here" style="position:absolute;left:{100 * left:.2f}%;'
+            f"top:{100 * top:.2f}%;width:{100 * box[0] / (w + 2 * pad):.2f}%;"
+            f'height:{100 * box[1] / (h + 2 * pad):.2f}%;scroll-margin:3em 1em"></span>'
+        )
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         try:
@@ -130,7 +168,8 @@ class _Player(_Drawing):
 
 def _controls(n: int) -> str:
     return (
-        '<div class="minilucid-controls" hidden="hidden">'
+        '<div class="minilucid-controls" hidden="hidden" style="position:sticky;top:0;'
+        'z-index:1;padding:4px 0;background:var(--jp-layout-color0, white)">'
         '<button type="button" value="-1">&#9664; prev</button> '
         f'<input type="range" min="0" max="{n}" step="1" value="0" aria-label="frame"> '
         '<button type="button" value="1">next &#9654;</button> '
