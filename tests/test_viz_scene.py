@@ -193,10 +193,20 @@ def test_the_committed_readme_picture_is_the_readable_one():
 
 
 # --------------------------------------------------------------------------------------------
-# Presentation: larger type that fills the width
+# Presentation: larger type, the picture fitted to the screen's width and height
 
 
-def test_presentation_setting_enlarges_type_and_fills_the_width():
+def shown(svg: str) -> tuple:
+    """(width px, height px, smallest type px) of an SVG as a browser shows it at its size."""
+    width, height = (
+        float(v) for v in re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', svg).groups()
+    )
+    natural = float(re.search(r'viewBox="[-\d.]+ [-\d.]+ ([\d.]+)', svg).group(1))
+    smallest = min(float(f) for f in re.findall(r'font-size="([\d.]+)"', svg))
+    return width * 4 / 3, height * 4 / 3, smallest * 4 / 3 * width / natural
+
+
+def test_presentation_setting_enlarges_type_and_fits_the_screen():
     *_, loss = readme_graph()
     normal = draw_backward(loss).source
     with viz.options(presentation=True) as settings:
@@ -205,13 +215,32 @@ def test_presentation_setting_enlarges_type_and_fills_the_width():
     assert viz.get_options() == {"presentation": False}  # restored
     assert "fontsize=11 " in normal and "fontsize=15.95" in big.source
     if shutil.which("dot"):
-        assert re.search(r'<svg width="100%"\s+viewBox', big.svg())
-        assert 'width="100%"' not in draw_backward(readme_graph()[2]).svg()
+        width, height, font = shown(big.svg())
+        assert width <= 1440 and height <= 820, (width, height)  # 1488x900 minus margins
+        assert font >= shown(draw_backward(readme_graph()[2]).svg())[2]
     viz.set_options(presentation=True)
     try:
         assert step_through(readme_graph()[2]).fill
     finally:
         viz.set_options(presentation=False)
+
+
+@needs_dot
+def test_presentation_lays_a_tall_graph_out_again_before_its_type_shrinks():
+    x = ml.tensor([0.5, -1.0], requires_grad=True, name="x")
+    w = ml.tensor([[0.5, -1.0], [2.0, 1.0]], requires_grad=True, name="w")
+    b = ml.tensor([0.1, 0.2], requires_grad=True, name="b")
+    y = ((x @ w + b).tanh() @ w).sum()
+    normal = draw_backward(y)
+    with viz.options(presentation=True):
+        big = draw_backward(y)
+        frames = step_through(y)
+    assert not normal.layout.compact and big.layout.compact  # too tall at full size
+    width, height, font = shown(big.svg())
+    assert width <= 1440 and height <= 820 and font >= shown(normal.svg())[2]
+    for k in (0, len(frames.steps) - 1):
+        width, height, font = shown(frames.frame(k).svg())
+        assert width <= 1440 and height <= 820 and font >= shown(normal.svg())[2]
 
 
 @needs_dot

@@ -5,7 +5,8 @@ trusted); its text form lists the nodes and edges in order. Outside Jupyter it w
 graphviz graph: `.source` (DOT), `.save("g.svg" | "g.png" | "g.pdf" | "g.gv")`,
 `.render(filename, format=...)`, `.view()`, `.pipe(format)`. Without Graphviz's `dot` each says
 how to install it and still writes the DOT. `set_options(presentation=True)` (or
-`with options(presentation=True):`) draws larger type that fills the width, for a projector.
+`with options(presentation=True):`) draws larger type fitted to the screen's width and height,
+for a projector.
 """
 
 from minilucid.viz._check import _checked_ops

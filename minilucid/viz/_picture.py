@@ -11,7 +11,7 @@ from pathlib import Path
 import graphviz
 
 from minilucid.graphviz_install import graphviz_install_hint
-from minilucid.viz._dot import _dot, _layout
+from minilucid.viz._dot import _dot, _Layout, _layout
 from minilucid.viz._listing import _text
 from minilucid.viz._options import _scale
 
@@ -83,10 +83,13 @@ class _Drawing:
 class _Picture(_Drawing):
     """One scene drawn in one layout; Jupyter shows it as SVG (PNG where SVG is not trusted)."""
 
-    def __init__(self, scene, rankdir="auto", upto=None, layout=None, pins=None):
+    def __init__(self, scene, rankdir="auto", upto=None, layout=None, pins=None, fill=None):
         self.scene = scene
-        self.fill = _scale() > 1  # a projector: fill the width of the output area
+        self.fill = _scale() > 1 if fill is None else fill  # a projector: fit it to the screen
         self.layout = layout if layout is not None else _layout(scene, rankdir, _scale())
+        if self.fill and layout is None and rankdir == "auto":  # fit the screen, not a notebook
+            self.layout = _presentation_layout(scene, self.layout, upto)
+        self._drawn = None  # the SVG, once drawn
         self.pinned = pins is not None  # a step-through's frame: drawn in the one layout
         self.source = _dot(scene, self.layout, upto, pins)  # the DOT source, always available
         self.text = _text(scene, upto)  # nodes and edges in order, no addresses
@@ -104,30 +107,41 @@ class _Picture(_Drawing):
         }
 
     def svg(self) -> str:
-        """The SVG as shown: at natural size, or filling the width in presentation mode.
+        """The SVG at the size it is shown: natural, or fitted to a screen in presentation mode.
 
         The layouts aim at full size; should one still come out wider than a notebook's output
-        area, it is shown a little smaller, but only as far as its type stays 11 px tall.
+        area, it is shown a little smaller, but only as far as its type stays 11 px tall. In
+        presentation mode the picture fits the notebook area of a 1920x1080 screen, width and
+        height (the layout chosen so that its type stays at least as large as in a notebook).
         """
-        svg = _render(self.source, "svg", self.pinned).decode("utf-8")
-        if self.fill:
-            return _fill_width(svg)
+        svg = self._svg()
         width, height = (float(v) for v in re.search(SIZE, svg).groups())
-        shrink = self._shrink(width)
-        if shrink == 1:
+        factor = self._factor(width, height)
+        if factor == 1:
             return svg
-        size = f'<svg width="{width * shrink:.0f}pt" height="{height * shrink:.0f}pt"'
+        size = f'<svg width="{width * factor:.0f}pt" height="{height * factor:.0f}pt"'
         return re.sub(SIZE, size, svg, count=1)
 
     def png(self) -> bytes:
         """The PNG as shown where SVG is not: the size the SVG is shown at."""
-        svg = _render(self.source, "svg", self.pinned).decode("utf-8")
-        shrink = self._shrink(float(re.search(SIZE, svg).group(1)))
-        if shrink == 1:
+        width, height = (float(v) for v in re.search(SIZE, self._svg()).groups())
+        factor = self._factor(width, height)
+        if factor == 1:
             return _render(self.source, "png", self.pinned)
-        dpi = f"{96 * shrink:.1f}"  # Graphviz draws PNG at 96 dots per inch
+        dpi = f"{96 * factor:.1f}"  # Graphviz draws PNG at 96 dots per inch
         source = self.source.replace("{\n", f"{{\n\tgraph [dpi={dpi}]\n", 1)
         return _render(source, "png", self.pinned)
+
+    def _svg(self) -> str:
+        if self._drawn is None:
+            self._drawn = _render(self.source, "svg", self.pinned).decode("utf-8")
+        return self._drawn
+
+    def _factor(self, width_pt: float, height_pt: float) -> float:
+        """How much larger than its natural size the picture is shown (below 1: smaller)."""
+        if self.fill:
+            return _screen_factor(width_pt, height_pt)
+        return self._shrink(width_pt)
 
     def _shrink(self, width_pt: float) -> float:
         """1, or the factor that brings the picture into the output area with type >= 11 px."""
@@ -141,11 +155,33 @@ class _Picture(_Drawing):
 SIZE = r'<svg width="([\d.]+)pt" height="([\d.]+)pt"'
 FIT_PX = 940  # a notebook's output area is about 960 px wide
 SMALLEST_PX = 11  # the smallest type a picture may show
+# presentation: JupyterLab's notebook area on a 1920x1080 screen, the file browser open
+SCREEN_PX = (1440, 820)
+GROW = 1.6  # ... where a small picture is shown at most this much larger
 
 
-def _fill_width(svg: str) -> str:
-    """Let the picture take the width it is given (its viewBox keeps the proportions)."""
-    return re.sub(r'<svg width="[^"]*" height="[^"]*"', '<svg width="100%"', svg, count=1)
+def _screen_factor(width_pt: float, height_pt: float) -> float:
+    """The factor that fits a picture to the screen's notebook area, width and height."""
+    return min(SCREEN_PX[0] / (width_pt * 4 / 3), SCREEN_PX[1] / (height_pt * 4 / 3), GROW)
+
+
+def _presentation_layout(scene, first, upto=None):
+    """A projector's layout: of left to right and top to bottom, the one shown largest on the
+    screen; compact nodes only when neither keeps the type as large as in a notebook (the
+    presentation type scale makes up for the fitting). Without Graphviz: `first`."""
+    best = (0.0, first)
+    for compact in (False, True):
+        for rankdir in ("LR", "TB"):
+            layout = _Layout(rankdir, compact, first.scale)
+            try:
+                svg = _render(_dot(scene, layout, upto), "svg").decode("utf-8")
+            except graphviz.ExecutableNotFound:
+                return first
+            factor = _screen_factor(*(float(v) for v in re.search(SIZE, svg).groups()))
+            best = max(best, (factor, layout), key=lambda pair: pair[0])
+        if best[0] * first.scale >= 1:
+            break
+    return best[1]
 
 
 def _render(source: str, kind: str, pinned: bool = False) -> bytes:

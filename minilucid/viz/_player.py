@@ -16,7 +16,14 @@ import graphviz
 
 from minilucid.viz._dot import _dot, _label_variants, _layout
 from minilucid.viz._options import _scale
-from minilucid.viz._picture import SIZE, SMALLEST_PX, _Drawing, _no_dot_message, _Picture
+from minilucid.viz._picture import (
+    SIZE,
+    SMALLEST_PX,
+    _Drawing,
+    _no_dot_message,
+    _Picture,
+    _presentation_layout,
+)
 from minilucid.viz._pinned import _pin
 
 SCRIPT = """<script>
@@ -62,6 +69,8 @@ class _Player(_Drawing):
         self.scene = scene
         self.steps = [0, *scene.frames()]
         self.layout = _layout(scene, "auto", _scale())
+        if _scale() > 1:  # a projector: the layout that fits its screen
+            self.layout = _presentation_layout(scene, self.layout)
         try:
             self.pins = _pin(
                 scene,
@@ -71,8 +80,8 @@ class _Player(_Drawing):
             )
         except graphviz.ExecutableNotFound:  # no layout without dot; the DOT is still there
             self.pins, self.pinned = None, False
-        whole = self.whole = _Picture(scene, layout=self.layout, pins=self.pins)
-        self.fill = whole.fill
+        self.fill = _scale() > 1
+        whole = self.whole = _Picture(scene, layout=self.layout, pins=self.pins, fill=self.fill)
         self.source = whole.source  # the last frame: every step, in the one layout
         self.captions = ["frame 0: before backward, no gradient yet"]
         for frame, k in enumerate(self.steps[1:], 1):
@@ -87,7 +96,9 @@ class _Player(_Drawing):
         if not 0 <= k < len(self.steps):
             last = len(self.steps) - 1
             raise IndexError(f"step_through: there is no frame {k}; the frames are 0..{last}")
-        return _Picture(self.scene, upto=self.steps[k], layout=self.layout, pins=self.pins)
+        return _Picture(
+            self.scene, upto=self.steps[k], layout=self.layout, pins=self.pins, fill=self.fill
+        )
 
     def html(self) -> str:
         """The player: every frame as an SVG image, the controls and the script that drives them.
@@ -113,8 +124,8 @@ class _Player(_Drawing):
 
     def _size(self, svg: str) -> str:
         """The CSS size of a frame: its own, less if the screen is lower, with type >= 11 px."""
-        if self.fill:
-            return "width:100%"
+        if self.fill:  # already fitted to the screen
+            return "max-width:100%"
         width, height = (float(v) for v in re.search(SIZE, svg).groups())
         natural = float(re.search(r'viewBox="[\d.]+ [\d.]+ ([\d.]+)', svg).group(1))
         smallest = 10 * self.layout.scale * 4 / 3 * width / natural  # edge labels, in px
