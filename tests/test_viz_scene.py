@@ -284,6 +284,56 @@ def test_groups_accept_one_tensor_or_any_iterable_per_label():
     assert picture.text.endswith("clusters:\n  fc1: w1, t1, b1, t2, h\n  out: t3, y")
 
 
+def cnn_graph():
+    """Chapter 10's CNN on two images, its forward pass grouped by module as the chapter does."""
+    from minilucid import nn
+
+    ml.manual_seed(1)
+    cnn = nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(64 * 2 * 2, 10),
+    )  # fmt: skip
+    for name, p in cnn.named_parameters():
+        p.name = name
+    h = ml.tensor(np.zeros((2, 1, 8, 8), dtype=np.float32), name="images")
+    groups = {}
+    for name, layer in cnn.named_children():
+        h = layer(h)
+        groups[f"({name}) {type(layer).__name__}"] = [*layer.parameters(), h]
+    h.name = "logits"
+    return h, groups
+
+
+def test_a_graph_two_screens_tall_is_drawn_by_module_and_one_module_expands():
+    logits, groups = cnn_graph()
+    full = draw_graph(logits, groups=groups, show_values=False, expand=True)
+    boxed = draw_graph(logits, groups=groups, show_values=False)
+    assert boxed.text == full.text  # the listing still names every tensor and op
+    assert not full.layout.collapsed and "module" not in full.source
+    assert set(boxed.layout.collapsed) == set(groups)
+    modules = re.findall(r"\t(module\d+) \[label=<<b>([^<]*)</b>", boxed.source)
+    assert sorted(label for _, label in modules) == sorted(groups)  # one box each
+    conv = re.search(r"module\d+ \[label=<<b>\(3\) Conv2d</b>(.*?)> ", boxed.source).group(1)
+    assert "3.weight (64, 32, 3, 3)" in conv and "Reshape \u00d73" in conv and "MatMul" in conv
+    assert "\u2192 t16 (2, 64, 4, 4) float32" in conv  # what it hands on
+    assert "<b>logits</b>" in boxed.source and "<b>3.weight</b>" not in boxed.source
+    edges = re.findall(r"\t(\w+) -> (\w+)", boxed.source)
+    assert len(edges) == len(set(edges)) == len(groups) + 1  # a chain: input, 8 boxes, output
+    one = draw_graph(logits, groups=groups, show_values=False, expand=["(3) Conv2d"])
+    assert "(3) Conv2d" not in one.layout.collapsed and len(one.layout.collapsed) == 7
+    assert "subgraph cluster_0" in one.source and "<b>3.weight</b>" in one.source
+    x, w1, b1, h, w2, y = linear_model()  # a small model keeps its boxes open
+    assert not draw_graph(y, groups={"fc1": [w1, b1, h], "head": [w2, y]}).layout.collapsed
+
+
+@needs_dot
+def test_the_cnn_drawn_by_module_is_under_two_screens_at_full_size():
+    logits, groups = cnn_graph()
+    width, height, font = shown(draw_graph(logits, groups=groups, show_values=False).svg())
+    assert width <= 940 and height <= 2000 and font >= 11, (width, height, font)
+
+
 # --------------------------------------------------------------------------------------------
 # Pictures as files: graphviz's names, and every one of them without `dot`
 

@@ -10,6 +10,7 @@ from html import escape
 
 import graphviz
 
+from minilucid.viz._modules import TALL, _module_boxes, _module_edges, _module_height, _module_node
 from minilucid.viz._scene import SHOWN, _owner
 
 FILL = {"output": "#fde7a6", "parameter": "#bfe3b8", "leaf": "#e9e9e9", "grad": "#d6efd0"}
@@ -28,20 +29,34 @@ class _Layout:
     rankdir: str = "LR"
     compact: bool = False
     scale: float = 1.0  # type size: 1 in a notebook, larger for a projector
+    collapsed: tuple = ()  # groups drawn as one box each (_modules.py)
 
     def size(self, base: float) -> str:
         return f"{base * self.scale:g}"
 
 
-def _layout(scene, rankdir="auto", scale=1.0) -> "_Layout":
+def _layout(scene, rankdir="auto", scale=1.0, expand=None) -> "_Layout":
     """Left to right if it fits, else top to bottom; compact nodes if neither fits; else the
-    narrowest of these."""
+    narrowest of these. A grouped forward picture more than two screens tall is drawn by
+    module (each group one box) but for the groups listed in `expand` (True: every group)."""
     if rankdir != "auto":
-        return _Layout(rankdir, False, scale)
-    options = [_Layout(d, c, scale) for c in (False, True) for d in ("LR", "TB")]
-    widths = [_width(scene, layout) for layout in options]
-    fitting = [layout for layout, width in zip(options, widths, strict=True) if width <= FIT]
-    return fitting[0] if fitting else options[widths.index(min(widths))]
+        layout = _Layout(rankdir, False, scale)
+    else:
+        options = [_Layout(d, c, scale) for c in (False, True) for d in ("LR", "TB")]
+        widths = [_width(scene, layout) for layout in options]
+        fitting = [layout for layout, width in zip(options, widths, strict=True) if width <= FIT]
+        layout = fitting[0] if fitting else options[widths.index(min(widths))]
+    if not scene.groups or scene.style == "backward" or expand is True:
+        return layout
+    if layout.rankdir == "LR" or _tall(scene, layout) <= TALL:
+        return layout
+    collapsed = tuple(label for label in scene.groups if label not in (expand or ()))
+    return _Layout("TB" if rankdir == "auto" else rankdir, False, scale, collapsed)
+
+
+def _tall(scene, layout: "_Layout") -> float:
+    sizes = {n.key: _box(scene, n, layout) for n in scene.nodes}
+    return _module_height(scene, sizes, _ranks(scene))
 
 
 def _dot(scene, layout: "_Layout", upto=None, pins=None) -> str:
@@ -57,13 +72,23 @@ def _dot(scene, layout: "_Layout", upto=None, pins=None) -> str:
     frame = upto is not None  # a frame of the step-through marks its newest step
     upto = _last_step(scene) if upto is None else upto
     clusters = {}
+    boxes, owner = _module_boxes(scene, layout.collapsed)
     for node in scene.nodes:
-        where = _cluster(dot, clusters, node.group, pins if placed else None)
+        if node.key in owner:  # drawn as its module's box, where the module's first node is
+            box = owner[node.key]
+            if box in boxes:
+                dot.node(box, **_module_node(scene, *boxes.pop(box), layout.size(11)))
+            continue
+        group = None if node.group in layout.collapsed else node.group  # the output, alone
+        where = _cluster(dot, clusters, group, pins if placed else None)
         attrs = _node(scene, node, layout, upto, frame)
         if pins is not None:
             attrs.update(pins.nodes.get(node.key, {}))
         where.node(node.key, **attrs)
-    for i, edge in enumerate(scene.edges):
+    if owner:
+        for edge, tail, head in _module_edges(scene, owner):
+            dot.edge(tail, head, **_edge(scene, edge, upto, layout.compact))
+    for i, edge in enumerate([] if owner else scene.edges):
         attrs = _edge(scene, edge, upto, layout.compact)
         if attrs is not None:  # an edge not taken yet is left out; its place stays empty
             if pins is not None:  # the layout finds each edge by its id
@@ -72,8 +97,11 @@ def _dot(scene, layout: "_Layout", upto=None, pins=None) -> str:
             dot.edge(edge.tail, edge.head, **attrs)
     for sub in clusters.values():
         dot.subgraph(sub)
-    if scene.note:
-        dot.attr(label=scene.note, labelloc="b", fontcolor="#555555")
+    note = [scene.note] if scene.note else []
+    if owner:
+        note.append("drawn by module: draw_graph(..., expand=[label]) draws a module in full")
+    if note:
+        dot.attr(label="\n".join(note), labelloc="b", fontcolor="#555555")
     return dot.source
 
 

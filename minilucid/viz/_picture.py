@@ -5,13 +5,14 @@ The methods outside Jupyter carry graphviz's own names (`source`, `render`, `vie
 """
 
 import base64
+import dataclasses
 import re
 from pathlib import Path
 
 import graphviz
 
 from minilucid.graphviz_install import graphviz_install_hint
-from minilucid.viz._dot import _dot, _Layout, _layout
+from minilucid.viz._dot import _dot, _layout
 from minilucid.viz._listing import _text
 from minilucid.viz._options import _scale
 
@@ -83,12 +84,16 @@ class _Drawing:
 class _Picture(_Drawing):
     """One scene drawn in one layout; Jupyter shows it as SVG (PNG where SVG is not trusted)."""
 
-    def __init__(self, scene, rankdir="auto", upto=None, layout=None, pins=None, fill=None):
+    def __init__(
+        self, scene, rankdir="auto", upto=None, layout=None, pins=None, fill=None, expand=None
+    ):
         self.scene = scene
         self.fill = _scale() > 1 if fill is None else fill  # a projector: fit it to the screen
-        self.layout = layout if layout is not None else _layout(scene, rankdir, _scale())
-        if self.fill and layout is None and rankdir == "auto":  # fit the screen, not a notebook
-            self.layout = _presentation_layout(scene, self.layout, upto)
+        if layout is None:  # chosen here: for a notebook, or to fit the screen for a projector
+            layout = _layout(scene, rankdir, _scale(), expand)
+            if self.fill and rankdir == "auto":
+                layout = _presentation_layout(scene, layout, upto)
+        self.layout = layout
         self._drawn = None  # the SVG, once drawn
         self.pinned = pins is not None  # a step-through's frame: drawn in the one layout
         self.source = _dot(scene, self.layout, upto, pins)  # the DOT source, always available
@@ -172,7 +177,7 @@ def _presentation_layout(scene, first, upto=None):
     best = (0.0, first)
     for compact in (False, True):
         for rankdir in ("LR", "TB"):
-            layout = _Layout(rankdir, compact, first.scale)
+            layout = dataclasses.replace(first, rankdir=rankdir, compact=compact)
             try:
                 svg = _render(_dot(scene, layout, upto), "svg").decode("utf-8")
             except graphviz.ExecutableNotFound:
