@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -234,17 +235,25 @@ def test_without_dot_a_clear_message_and_no_traceback(tmp_path, monkeypatch, cap
     from IPython.core.formatters import DisplayFormatter
 
     monkeypatch.setenv("PATH", str(tmp_path))  # no `dot` anywhere
+    monkeypatch.setitem(
+        sys.modules["minilucid.viz._picture"]._HINTED, "once", False
+    )  # a new session
     *_, y = small()
-    for picture in (draw_graph(y), draw_backward(y), step_through(y)):
+    for k, picture in enumerate((draw_graph(y), draw_backward(y), step_through(y))):
         data, _ = DisplayFormatter().format(picture)
         assert set(data) == {"text/plain"}
         for command in ("apt-get install", "brew install", "conda install", "winget install"):
-            assert command in data["text/plain"]
+            assert (command in data["text/plain"]) == (k == 0)  # the commands once a session
         assert data["text/plain"].startswith(picture.text)
+        assert "the listing above says the same" in data["text/plain"]
+        assert "`dot` program is not on PATH" in data["text/plain"]
     assert draw_graph(y).source.startswith("digraph {")
+    capsys.readouterr()
     written = draw_graph(y).save(tmp_path / "g.png")
     assert written.suffix == ".gv" and written.read_text().startswith("digraph")
-    assert "Traceback" not in capsys.readouterr().err
+    said = capsys.readouterr()
+    assert "listing above" not in said.out and len(said.out.splitlines()) == 2  # no listing here
+    assert "Traceback" not in said.err
 
 
 class WrongMul(Function):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -372,7 +373,11 @@ def test_every_picture_without_dot_says_how_to_install_it_and_writes_the_dot(
     tmp_path, monkeypatch, capsys
 ):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no `dot` anywhere
+    monkeypatch.setitem(
+        sys.modules["minilucid.viz._picture"]._HINTED, "once", False
+    )  # a new session
     *_, loss = readme_graph()
+    hinted = False
     pictures = [draw_graph(loss), draw_backward(readme_graph()[2]), step_through(readme_graph()[2])]
     for k, picture in enumerate(pictures):
         writes = [
@@ -388,7 +393,9 @@ def test_every_picture_without_dot_says_how_to_install_it_and_writes_the_dot(
             written = Path(write(path))
             assert written.read_text().startswith("digraph {"), name
             out = capsys.readouterr().out
-            assert "apt-get install" in out and "brew install" in out, name
+            assert ("apt-get install" in out and "brew install" in out) != hinted, name
+            assert "`dot` program is not on PATH" in out and "listing above" not in out, name
+            hinted = True  # the commands once a session, one line after that
         with pytest.raises(RuntimeError, match="apt-get install"):
             picture.pipe("png")
         assert set(picture._repr_mimebundle_()) == {"text/plain"}

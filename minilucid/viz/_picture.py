@@ -32,7 +32,7 @@ class _Drawing:
         try:
             return _render(self.source, format, self.pinned)
         except graphviz.ExecutableNotFound:
-            raise RuntimeError(_no_dot_message()) from None
+            raise RuntimeError(_no_dot_message(full=True)) from None
 
     def render(self, filename="graph", directory=None, format="svg", view=False, cleanup=False):
         """Write the DOT source to `filename` and the picture beside it (filename.svg, ...).
@@ -104,7 +104,7 @@ class _Picture(_Drawing):
             svg = self.svg()
             png = self.png()
         except graphviz.ExecutableNotFound:
-            return {"text/plain": self.text + "\n\n" + _no_dot_message()}
+            return {"text/plain": self.text + "\n\n" + _no_dot_message(listing=True)}
         return {
             "image/svg+xml": svg,
             "image/png": base64.b64encode(png).decode("ascii"),
@@ -195,9 +195,21 @@ def _render(source: str, kind: str, pinned: bool = False) -> bytes:
     return graphviz.Source(source).pipe(format=kind, quiet=True)
 
 
-def _no_dot_message() -> str:
-    return (
-        graphviz_install_hint()
-        + "\nThe picture needs it; the listing above says the same in text, and the DOT source "
-        "is in .source (.save('graph.gv') writes it)."
+_HINTED = {"once": False}  # the install commands are printed once a session, then one line
+
+
+def _no_dot_message(listing: bool = False, full: bool = False) -> str:
+    """Why there is no picture: how to install Graphviz the first time, one line after that.
+
+    listing: the message stands under the picture's text listing; full: always the commands.
+    """
+    where = "the listing above says the same in text, and " if listing else ""
+    tail = (
+        f"The picture needs it; {where}the DOT source is in .source (.save('graph.gv') writes it)."
     )
+    if _HINTED["once"] and not full:
+        return (
+            "Graphviz's `dot` program is not on PATH (how to install it was shown earlier). " + tail
+        )
+    _HINTED["once"] = True
+    return graphviz_install_hint() + "\n" + tail

@@ -156,7 +156,7 @@ class _Player(_Drawing):
             html = self.html()
             png = base64.b64encode(self.whole.png()).decode("ascii")
         except graphviz.ExecutableNotFound:
-            return {"text/plain": self.text + "\n\n" + _no_dot_message()}
+            return {"text/plain": self.text + "\n\n" + _no_dot_message(listing=True)}
         return {"text/html": html, "image/png": png, "text/plain": self.text}
 
     def save(self, path) -> Path:
