@@ -352,3 +352,17 @@ def test_a_hook_that_changes_the_gradient_is_shown_not_hidden_in_the_sum():
     assert "made by its hooks from [20., 40.]" in line
     assert "grad [0.4472, 0.8944]" in line
     assert "after hooks [0.4472, 0.8944]" in picture.source
+
+
+def test_a_target_array_is_shown_as_what_it_is():
+    import minilucid.nn.functional as F
+
+    logits = ml.tensor(np.zeros((32, 3)), requires_grad=True, name="logits")
+    targets = ml.tensor(np.arange(32) % 3)
+    picture = draw_graph(F.cross_entropy(logits, targets))
+    assert "CrossEntropy(logits, int64 (32,) targets)" in picture.text
+    assert 'label="int64 (32,) targets"' in picture.source and "min 0, max 2" not in picture.source
+    assert "Mul(logits, float64 (32, 3) array)" in draw_graph(logits * np.ones((32, 3))).text
+    assert (
+        "Mul(t1, [1., 2.])" in draw_graph(logits[:, :2] * np.array([1.0, 2.0])).text
+    )  # few: values

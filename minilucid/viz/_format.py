@@ -42,9 +42,12 @@ def _roles(t: Tensor, root: Tensor) -> list:
     return roles
 
 
-def _constant(x) -> str:
-    """A plain number or array an op consumed."""
+def _constant(x, name: str = "") -> str:
+    """A plain number or array an op consumed: its values when few, else what it is
+    (`int64 (32,) targets`: dtype, shape and the name the op gives that input)."""
     if np.ndim(x):
+        if np.size(x) > 4:
+            return f"{np.asarray(x).dtype} {np.shape(x)} {name if len(name) > 1 else 'array'}"
         return _one_line(_values(x, limit=4))
     return repr(x.item() if isinstance(x, np.ndarray | np.generic) else x)
 

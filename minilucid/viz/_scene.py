@@ -5,6 +5,7 @@ same nodes and edges and never look at the tensors themselves. A picture style i
 that turns the walked graph (and, for backward, the sweep) into a scene.
 """
 
+import inspect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -161,10 +162,12 @@ def _op(graph, i: int, t: Tensor, nodes: list, edges: list) -> None:
         op.args = ["<freed>"]
         return
     missing = 0
+    names = _input_names(type(ctx))
     for j, p in enumerate(ctx.parents):
         if not isinstance(p, Tensor):
-            op.args.append(_constant(p))
-            nodes.append(_Node(f"c{i}_{j}", "constant", _constant(p)))
+            words = _constant(p, names[j] if j < len(names) else "")
+            op.args.append(words)
+            nodes.append(_Node(f"c{i}_{j}", "constant", words))
             edges.append(_Edge(f"c{i}_{j}", op.key, "data"))
         elif not graph.has(p):
             op.args.append("<not drawn>")
@@ -176,6 +179,16 @@ def _op(graph, i: int, t: Tensor, nodes: list, edges: list) -> None:
         words = f"{missing} input{'s' if missing > 1 else ''} not drawn"
         nodes.append(_Node(f"cut{i}", "cut", words))
         edges.append(_Edge(f"cut{i}", op.key, "data", cut=True))
+
+
+def _input_names(op) -> list:
+    """The names an op's forward gives its inputs (forward(ctx, logits, targets) -> targets)."""
+    try:
+        parameters = list(inspect.signature(op.forward).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in parameters if p.kind in kinds]
 
 
 def _group(scene: "_Scene", graph, groups) -> None:
