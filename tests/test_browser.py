@@ -6,6 +6,7 @@ skips where Chromium, playwright, JupyterLab or git is missing.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -23,7 +24,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 import minilucid as ml
-from minilucid.viz import draw_backward, step_through
+from minilucid import viz
+from minilucid.viz import draw_backward, draw_graph, step_through
 
 pytestmark = pytest.mark.browser
 
@@ -54,6 +56,7 @@ STEPS = "step_through"  # a notebook of its own, made below
 THEMES = ["JupyterLab Light", "JupyterLab Dark"]
 SMALLEST = 11.0  # px: the smallest type a picture may show, as displayed
 WINDOW = {"width": 1400, "height": 1000}  # the file browser open: an output area of about 960 px
+LAPTOP = {"width": 1366, "height": 768}
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 if not Path(CHROMIUM).exists():
@@ -72,11 +75,15 @@ def browser():
 # The static HTML export: the step-through's controls work with no kernel
 
 
-def player_notebook() -> nbformat.NotebookNode:
-    """A notebook holding a stored step_through output, as an executed chapter would."""
+def player_notebook_graph():
     x = ml.tensor([1.0, 2.0], requires_grad=True, name="x")
     w = ml.tensor([[0.5, -1.0]], requires_grad=True, name="w")
-    bundle = step_through((x * w + x).sum())._repr_mimebundle_()
+    return (x * w + x).sum()
+
+
+def player_notebook() -> nbformat.NotebookNode:
+    """A notebook holding a stored step_through output, as an executed chapter would."""
+    bundle = step_through(player_notebook_graph())._repr_mimebundle_()
     cell = new_code_cell("step_through(y)", execution_count=1)
     cell.outputs = [new_output("display_data", data=bundle)]
     kernel = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
@@ -129,6 +136,161 @@ def test_without_javascript_the_frames_are_details_with_the_last_open(browser, t
     frames.nth(1).locator("summary").click()  # a closed frame opens on a click
     assert frames.nth(1).locator("img").is_visible()
     context.close()
+
+
+# --------------------------------------------------------------------------------------------
+# One layout per step-through: every frame keeps the node places and the canvas
+
+FRAMES = """() => [...document.querySelectorAll(".minilucid-steps")].map((player) => {
+  const frames = [...player.querySelectorAll(".minilucid-frame img")].map((img) => {
+    const src = img.getAttribute("src");
+    const body = atob(src.slice(src.indexOf(",") + 1));
+    const text = new TextDecoder().decode(Uint8Array.from(body, (c) => c.charCodeAt(0)));
+    const svg = new DOMParser().parseFromString(text, "image/svg+xml").documentElement;
+    const holder = document.createElement("div");
+    holder.style.cssText = "position:absolute;left:-30000px;top:0";
+    holder.appendChild(document.importNode(svg, true)); document.body.appendChild(holder);
+    const places = {};
+    for (const node of holder.querySelectorAll("g.node")) {
+      const shape = node.querySelector("polygon, ellipse, path");
+      const b = shape.getBBox();
+      places[node.querySelector("title").textContent] = [b.x + b.width / 2, b.y + b.height / 2];
+    }
+    const root = holder.firstElementChild;
+    const canvas = ["width", "height", "viewBox"].map((name) => root.getAttribute(name));
+    holder.remove();
+    return { places, canvas };
+  });
+  return frames;
+})"""
+
+
+def frame_moves(page) -> list[tuple[float, int]]:
+    """Per player on the page: (the largest move of a node between frames in pt, canvases)."""
+    found = []
+    for frames in page.evaluate(FRAMES):
+        first = frames[0]["places"]
+        moves = [
+            max(abs(x - first[key][0]), abs(y - first[key][1]))
+            for frame in frames
+            for key, (x, y) in frame["places"].items()
+        ]
+        assert all(frame["places"].keys() == first.keys() for frame in frames)
+        found.append((max(moves), len({tuple(frame["canvas"]) for frame in frames})))
+    return found
+
+
+def players_in(path: Path) -> str:
+    """The step-through players a notebook stores, as one HTML page."""
+    nb = nbformat.read(path, as_version=4)
+    html = [
+        "".join(out["data"]["text/html"])
+        for cell in nb.cells
+        for out in cell.get("outputs", [])
+        if "minilucid-steps" in "".join(out.get("data", {}).get("text/html", ""))
+    ]
+    return "<!DOCTYPE html><html><body>" + "\n".join(html) + "</body></html>"
+
+
+def test_every_frame_of_a_saved_player_keeps_its_node_places_and_canvas(browser, tmp_path):
+    from minilucid_course.readme_picture import expression
+
+    page = browser.new_page(viewport=LAPTOP)
+    for graph in (expression()[2], player_notebook_graph()):
+        page.goto(step_through(graph).save(tmp_path / "steps.html").as_uri())
+        [(move, canvases)] = frame_moves(page)
+        assert move <= 1.0 and canvases == 1, (move, canvases)
+    page.close()
+
+
+def test_the_stored_chapter_players_keep_their_node_places_and_canvas(browser, tmp_path):
+    chapter = ROOT / CHAPTER
+    (tmp_path / "stored.html").write_text(players_in(chapter), encoding="utf-8")
+    page = browser.new_page()
+    page.goto((tmp_path / "stored.html").as_uri())
+    found = frame_moves(page)
+    assert found, f"{CHAPTER} stores no step-through"
+    for move, canvases in found:
+        assert move <= 1.0 and canvases == 1, (move, canvases)
+    page.close()
+
+
+def test_on_a_laptop_the_controls_and_the_node_of_each_step_stay_on_screen(browser, tmp_path):
+    from minilucid_course.readme_picture import expression
+
+    page = browser.new_page(viewport=LAPTOP)
+    player = step_through(expression()[2])
+    page.goto(player.save(tmp_path / "steps.html").as_uri())
+    controls = page.locator(".minilucid-controls")
+    for k in range(1, len(player.steps)):
+        controls.get_by_role("button", name="next").click()
+        here = page.locator(".minilucid-frame:visible .minilucid-here").bounding_box()
+        bar = controls.bounding_box()
+        assert 0 <= bar["y"] and bar["y"] + bar["height"] <= LAPTOP["height"], f"frame {k}"
+        assert bar["y"] + bar["height"] <= here["y"] + 1, f"frame {k}: the bar hides the node"
+        assert here["y"] + here["height"] <= LAPTOP["height"] + 1, f"frame {k}: node below"
+    page.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Presentation: a picture fits a 1920x1080 screen's notebook area; a big graph by module
+
+AREA = """([width, height]) => {
+  const out = [];
+  for (const img of document.querySelectorAll("img")) {
+    const box = img.getBoundingClientRect();
+    const svg = new DOMParser().parseFromString(
+      decodeURIComponent(escape(atob(img.src.slice(img.src.indexOf(",") + 1)))), "image/svg+xml");
+    const root = document.importNode(svg.documentElement, true);
+    root.setAttribute("width", box.width); root.setAttribute("height", box.height);
+    const holder = document.createElement("div");
+    holder.style.cssText = "position:absolute;left:-30000px;top:0";
+    holder.appendChild(root); document.body.appendChild(holder);
+    let font = Infinity;
+    for (const t of root.querySelectorAll("text")) {
+      const m = t.getScreenCTM();
+      font = Math.min(font, parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b));
+    }
+    holder.remove();
+    out.push({ width: box.width, height: box.height, font });
+  }
+  return out;
+}"""
+
+
+def shown_in(browser, svgs: list[str], width: int, height: int = 900) -> list[dict]:
+    """Each SVG as an <img> in an output area `width` px wide (JupyterLab: max-width 100%)."""
+    images = "".join(
+        f'<img style="max-width:100%" src="data:image/svg+xml;base64,'
+        f'{base64.b64encode(svg.encode()).decode()}"><br>'
+        for svg in svgs
+    )
+    page = browser.new_page(viewport={"width": width + 40, "height": height})
+    page.set_content(f'<body style="margin:0"><div style="width:{width}px">{images}</div></body>')
+    found = page.evaluate(AREA, [width, height])
+    page.close()
+    return found
+
+
+def test_presentation_pictures_fit_a_1920x1080_screen_with_type_no_smaller(browser):
+    from minilucid_course.readme_picture import expression
+
+    normal = [draw_backward(expression()[2]).svg(), step_through(expression()[2]).frame(3).svg()]
+    with viz.options(presentation=True):
+        big = [draw_backward(expression()[2]).svg(), step_through(expression()[2]).frame(3).svg()]
+    smallest = min(p["font"] for p in shown_in(browser, normal, 960))
+    for width in (1800, 1488):  # the notebook area with the file browser closed / open
+        for p in shown_in(browser, big, width):
+            assert p["width"] <= width and p["height"] <= 900, (width, p)
+            assert p["font"] >= smallest, (width, p, smallest)
+
+
+def test_chapter_10s_cnn_is_at_most_two_screens_tall_at_968_px(browser):
+    from test_viz_scene import cnn_graph
+
+    logits, groups = cnn_graph()
+    [p] = shown_in(browser, [draw_graph(logits, groups=groups, show_values=False).svg()], 968)
+    assert p["height"] <= 2000 and p["font"] >= SMALLEST, p
 
 
 # --------------------------------------------------------------------------------------------
