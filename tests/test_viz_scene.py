@@ -425,3 +425,29 @@ def test_a_picture_a_little_too_wide_shrinks_only_as_far_as_11_px_type():
     far = draw_graph(chain(12), rankdir="LR")  # thousands of px: shrinking would not do
     width, smallest = svg_size(far.svg())
     assert width > WIDEST and smallest >= SMALLEST
+
+
+# --------------------------------------------------------------------------------------------
+# A large gradient as a small heat map
+
+
+def test_a_matrix_gradient_is_drawn_as_a_small_heat_map():
+    rng = np.random.default_rng(0)
+    x = ml.tensor(rng.normal(size=(4, 3)), requires_grad=True, name="x")
+    w = ml.tensor(rng.normal(size=(3, 50)), requires_grad=True, name="w")
+    loss = (x @ w).tanh().sum()
+    picture = draw_backward(loss)
+    nodes = {n.title: n for n in picture.scene.nodes if n.kind == "tensor"}
+    grid = nodes["x"].heat
+    assert len(grid) == 4 and {len(row) for row in grid} == {3}
+    assert max(abs(v) for row in grid for v in row) == 1.0
+    signs = np.sign(x.grad) == np.sign(np.array(grid))
+    assert signs.all()  # each cell keeps its entry's sign
+    assert len(nodes["w"].heat) == 3 and len(nodes["w"].heat[0]) == 12  # 50 columns in 12 blocks
+    assert nodes[picture.scene.root].heat is None  # a scalar: its value says it all
+    assert picture.source.count('bgcolor="#') == 4 * 3 + 3 * 12 + 2 * 4 * 12
+    assert "bgcolor" not in picture.text and "max|g|" in picture.text  # the listing keeps words
+    forward = draw_graph(loss)
+    assert "bgcolor" in forward.source  # .grad is known now: drawn in the forward picture too
+    first = step_through(loss).frame(0)
+    assert 'bgcolor="#' not in first.source  # before backward: no gradient, no map

@@ -170,8 +170,12 @@ def _node(scene, node, layout, upto: int, frame: bool) -> dict:
 
 def _tensor(scene, node, layout, upto: int, frame: bool) -> dict:
     done = node.step is not None and node.step <= upto
-    lines = [markup for _, markup in _lines(scene, node, layout, upto)]
-    attrs = {"label": "<" + "<br/>".join(lines) + ">", "shape": "box", "style": "rounded,filled"}
+    lines = "<br/>".join(markup for _, markup in _lines(scene, node, layout, upto))
+    shown = node.grad is not None if scene.style != "backward" else done
+    if node.heat is not None and shown:  # a large gradient: a heat map under its summary
+        heat = _heat_map(node.heat)
+        lines = f'<table border="0" cellspacing="0"><tr><td>{lines}</td></tr>{heat}</table>'
+    attrs = {"label": "<" + lines + ">", "shape": "box", "style": "rounded,filled"}
     attrs["fillcolor"] = _fill(node.roles)
     attrs["tooltip"] = _tooltip(node)
     if "output" in node.roles or "parameter" in node.roles:
@@ -198,6 +202,26 @@ def _lines(scene, node, layout, upto: int) -> list:
     if scene.show_values and brief:
         lines.append((brief, escape(brief)))
     return lines + _grad_lines(scene, node, upto, layout.compact)
+
+
+def _heat_map(grid: list) -> str:
+    """One table row: the gradient's grid, red where positive, blue where negative."""
+    rows = []
+    for row in grid:
+        cells = "".join(
+            f'<td width="7" height="7" fixedsize="true" bgcolor="{_shade(v)}"></td>' for v in row
+        )
+        rows.append(f"<tr>{cells}</tr>")
+    size = f'width="{8 * len(grid[0]) + 1}" height="{8 * len(grid) + 1}" fixedsize="true"'
+    table = f'<table border="0" cellborder="0" cellspacing="1" cellpadding="0" {size}>'
+    return f"<tr><td>{table}{''.join(rows)}</table></td></tr>"
+
+
+def _shade(v: float) -> str:
+    """White at 0, the gradient red at +1, blue at -1."""
+    end = (192, 57, 43) if v > 0 else (41, 98, 178)
+    mix = [round(255 + (c - 255) * min(abs(v), 1.0)) for c in end]
+    return "#{:02x}{:02x}{:02x}".format(*mix)
 
 
 def _tooltip(node) -> str:

@@ -12,7 +12,7 @@ import numpy as np
 
 from minilucid.autograd import FREED
 from minilucid.tensor import Tensor
-from minilucid.viz._format import _constant, _meta, _roles, _short, _summary, _summed
+from minilucid.viz._format import _constant, _heat, _meta, _roles, _short, _summary, _summed
 
 SHOWN = 4  # contributions listed at a tensor that many children feed
 
@@ -30,6 +30,7 @@ class _Node:
     values: str = ""  # every value (a long array summarised), for listings and tooltips
     brief: str = ""  # the values when few enough for a node, else their range
     grad: str | None = None  # a forward picture: .grad, when known
+    heat: list | None = None  # that gradient (or `arrived`) as a small grid, when it is large
     step: int | None = None  # a backward picture: the step that took this node
     arrived: str | None = None  # ... and the gradient it passed on at that step
     seed: bool = False  # the root: its gradient is the seed
@@ -91,6 +92,7 @@ def forward_scene(graph, groups=None, show_values=True, checks=None) -> "_Scene"
         if node.kind == "tensor":
             t = graph.tensors[int(node.key[1:])]
             node.grad = None if t.grad is None else _summary(t.grad)
+            node.heat = None if t.grad is None else _heat(t.grad)
         elif node.kind == "op" and checks is not None:
             node.check = checks.get(id(graph.tensors[int(node.key[2:])]))
     return scene
@@ -110,6 +112,7 @@ def backward_scene(graph, sweep, groups=None) -> "_Scene":
         ]
         if node.step is not None:
             node.arrived = _summary(sweep.arrived[id(t)])
+            node.heat = _heat(sweep.arrived[id(t)])
             node.seed = t is graph.root
             if t._hooks is not None and received:  # hooks turned the sum into what is passed on
                 node.hooked = _summary(sum(g for _, _, g, _ in received))
