@@ -366,3 +366,21 @@ def test_a_target_array_is_shown_as_what_it_is():
     assert (
         "Mul(t1, [1., 2.])" in draw_graph(logits[:, :2] * np.array([1.0, 2.0])).text
     )  # few: values
+
+
+def test_a_detach_shows_where_the_graph_was_cut():
+    x = ml.tensor([1.0, 2.0, 4.0], name="x")
+    w = ml.tensor(2.0, requires_grad=True, name="w")
+    h = x * w
+    h.name = "h"
+    target = h.detach()
+    target.name = "target"
+    loss = ((h - target) ** 2 * w).sum()
+    picture = draw_graph(loss)
+    cuts = [e for e in picture.scene.edges if e.kind == "detach"]
+    names = {n.key: n.title for n in picture.scene.nodes}
+    assert [(names[e.tail], names[e.head]) for e in cuts] == [("h", "target")]
+    assert re.search(r'n\d+ -> n\d+ \[label="detach\(\)" arrowhead=tee', picture.source)
+    assert "detach" in draw_backward(loss).source
+    copy = ml.tensor(h.data.copy(), name="copy")  # equal values, its own array: no cut
+    assert not [e for e in draw_graph((h * copy).sum()).scene.edges if e.kind == "detach"]

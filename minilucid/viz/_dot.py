@@ -20,6 +20,7 @@ GRAD = "#c0392b"  # gradient arrows and step numbers
 SUMMED = "#7d3c98"  # a gradient whose broadcasting was summed away
 FORWARD_IN_BACKWARD = "#b8b8b8"
 LATER = "#777777"  # a node backward has not reached yet
+CUT = {"color": "#555555", "fontcolor": "#555555", "penwidth": "1.5"}  # a detach() edge
 CHECK = {"ok": "#c8e6c9", "bad": "#f1948a", "error": "#f8c471"}
 FIT = 900  # px: widest picture drawn at full size (a notebook's output area is about 960 px)
 
@@ -290,6 +291,8 @@ def _op(scene, node, upto: int) -> dict:
 
 
 def _edge(scene, edge, upto: int, compact: bool):
+    if edge.kind == "detach":  # the graph was cut here: no gradient flows back along it
+        return {"label": "detach()", "style": "dotted", "arrowhead": "tee", **CUT}
     if edge.kind == "grad":
         if edge.step > upto:
             return None

@@ -46,7 +46,7 @@ class _Node:
 class _Edge:
     tail: str
     head: str
-    kind: str  # "data" (along the forward pass) or "grad" (backward, against it)
+    kind: str  # "data" (along the forward pass), "grad" (backward, against it) or "detach"
     step: int | None = None  # a gradient edge appears at this step
     label: str = ""  # the gradient it carries
     summed: str = ""  # how broadcasting was summed away on the way
@@ -149,6 +149,7 @@ def _base(graph, groups, show_values: bool, style: str) -> "_Scene":
         )
         if t._ctx is not None:
             _op(graph, i, t, nodes, edges)
+    edges += _cuts(graph)
     scene = _Scene(style, graph.name(graph.root), nodes, edges, {}, _left_out_note(graph))
     scene.show_values = show_values
     _group(scene, graph, groups)
@@ -182,6 +183,17 @@ def _op(graph, i: int, t: Tensor, nodes: list, edges: list) -> None:
         words = f"{missing} input{'s' if missing > 1 else ''} not drawn"
         nodes.append(_Node(f"cut{i}", "cut", words))
         edges.append(_Edge(f"cut{i}", op.key, "data", cut=True))
+
+
+def _cuts(graph) -> list:
+    """Where detach() cut the graph: a leaf holding the very array a drawn op made (detach
+    shares the data) gets a "detach" edge from that op's tensor."""
+    made = {id(t.data): i for i, t in enumerate(graph.tensors) if t._ctx is not None}
+    return [
+        _Edge(f"n{made[id(t.data)]}", f"n{i}", "detach")
+        for i, t in enumerate(graph.tensors)
+        if t._ctx is None and id(t.data) in made
+    ]
 
 
 def _input_names(op) -> list:
