@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import re
 
+import numpy as np
+
 import minilucid as ml
 from minilucid.autograd import backward
 from minilucid.viz import step_through
@@ -126,3 +128,17 @@ def test_a_frame_hides_the_gradient_edges_not_taken_yet_and_marks_its_step():
     assert first.count('class="edge"') < last.count('class="edge"')
     assert 'class="minilucid-here"' in player.html()
     assert player.html().count('class="minilucid-here"') == len(player.steps) - 1
+
+
+def test_every_value_and_gradient_is_listed_in_full_under_the_player():
+    x = ml.tensor(np.arange(10.0) / 4, requires_grad=True, name="x")
+    html = step_through((x * x).sum()).html()
+    listing = re.search(
+        r'<details class="minilucid-values"><summary>[^<]*</summary><pre>(.*?)</pre></details>',
+        html,
+        re.S,
+    ).group(1)
+    block = listing[listing.index("x  (10,) float64") :]
+    assert "values [0.  , 0.25, 0.5 , 0.75, 1.  , 1.25, 1.5 , 1.75, 2.  , 2.25]" in block
+    assert "grad   [0. , 0.5, 1. , 1.5, 2. , 2.5, 3. , 3.5, 4. , 4.5]" in block
+    assert "min 0, max" not in listing  # whole values, not the node's summary

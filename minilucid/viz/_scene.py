@@ -28,6 +28,7 @@ class _Node:
     meta: str = ""  # shape and dtype
     roles: tuple = ()
     values: str = ""  # every value (a long array summarised), for listings and tooltips
+    grad_values: str = ""  # ... and every entry of its gradient, once known
     brief: str = ""  # the values when few enough for a node, else their range
     grad: str | None = None  # a forward picture: .grad, when known
     heat: list | None = None  # that gradient (or `arrived`) as a small grid, when it is large
@@ -92,6 +93,7 @@ def forward_scene(graph, groups=None, show_values=True, checks=None) -> "_Scene"
         if node.kind == "tensor":
             t = graph.tensors[int(node.key[1:])]
             node.grad = None if t.grad is None else _summary(t.grad)
+            node.grad_values = "" if t.grad is None else _whole(t.grad)
             node.heat = None if t.grad is None else _heat(t.grad)
         elif node.kind == "op" and checks is not None:
             node.check = checks.get(id(graph.tensors[int(node.key[2:])]))
@@ -112,6 +114,7 @@ def backward_scene(graph, sweep, groups=None) -> "_Scene":
         ]
         if node.step is not None:
             node.arrived = _summary(sweep.arrived[id(t)])
+            node.grad_values = _whole(sweep.arrived[id(t)])
             node.heat = _heat(sweep.arrived[id(t)])
             node.seed = t is graph.root
             if t._hooks is not None and received:  # hooks turned the sum into what is passed on
