@@ -506,8 +506,8 @@ SIZES = """async () => {
       const area = img.closest(".jp-OutputArea-output").getBoundingClientRect();
       const src = img.getAttribute("src") || "";
       const item = { cell: index, kind: src.slice(5, src.indexOf(";")).split(",")[0],
-        width: box.width, visible: clip(img, box), area: area.width, font: null,
-        background: null };
+        width: box.width, height: box.height, visible: clip(img, box), area: area.width,
+        font: null, background: null };
       if (src.startsWith("data:image/svg+xml")) {
         const doc = new DOMParser().parseFromString(decode(src), "image/svg+xml");
         const svg = document.importNode(doc.documentElement, true);
@@ -652,10 +652,13 @@ def test_pictures_are_readable_as_displayed(measured_lab, name):
         assert not problems(pictures), f"{name} in {theme}:\n" + "\n".join(problems(pictures))
         for p in svgs:  # a light card that reads on the dark theme too
             assert p["background"] in ("white", "#ffffff"), f"cell {p['cell']}: {p['background']}"
-        if name == STEPS:  # the presentation picture fills the width, with larger type
+        if name == STEPS:  # the presentation picture fits the screen, its type no smaller
             projected = svgs[-1]
             assert projected["cell"] == len(STEP_CELLS) - 1
-            assert projected["width"] > 0.95 * projected["area"] and projected["font"] > 16
+            assert projected["height"] <= 900
+            assert projected["font"] >= min(p["font"] for p in svgs[:-1])
+        if name == "10_convolutions":  # the CNN drawn by module: two screens at most
+            assert max(p["height"] for p in svgs) <= 2000
 
 
 def main(argv: list[str]) -> None:
