@@ -152,7 +152,7 @@ FRAMES = """() => [...document.querySelectorAll(".minilucid-steps")].map((player
     holder.appendChild(document.importNode(svg, true)); document.body.appendChild(holder);
     const places = {};
     for (const node of holder.querySelectorAll("g.node")) {
-      const shape = node.querySelector("polygon, ellipse, path");
+      const shape = node.querySelector("polygon, ellipse, path") || node.querySelector("text");
       const b = shape.getBBox();
       places[node.querySelector("title").textContent] = [b.x + b.width / 2, b.y + b.height / 2];
     }
