@@ -141,28 +141,31 @@ def test_without_javascript_the_frames_are_details_with_the_last_open(browser, t
 # --------------------------------------------------------------------------------------------
 # One layout per step-through: every frame keeps the node places and the canvas
 
-FRAMES = """() => [...document.querySelectorAll(".minilucid-steps")].map((player) => {
-  const frames = [...player.querySelectorAll(".minilucid-frame img")].map((img) => {
+FRAMES = """() => [...document.querySelectorAll(".minilucid-steps")].map((player) =>
+  [...player.querySelectorAll(".minilucid-frame img")].map((img) => {
     const src = img.getAttribute("src");
     const body = atob(src.slice(src.indexOf(",") + 1));
     const text = new TextDecoder().decode(Uint8Array.from(body, (c) => c.charCodeAt(0)));
     const svg = new DOMParser().parseFromString(text, "image/svg+xml").documentElement;
+    const canvas = ["width", "height", "viewBox"].map((name) => svg.getAttribute(name));
     const holder = document.createElement("div");
     holder.style.cssText = "position:absolute;left:-30000px;top:0";
-    holder.appendChild(document.importNode(svg, true)); document.body.appendChild(holder);
+    const root = holder.appendChild(document.importNode(svg, true));
+    document.body.appendChild(holder);
+    const view = root.viewBox.baseVal;  // drawn at its natural size: 1 px is 0.75 pt
+    root.setAttribute("width", view.width / 0.75); root.setAttribute("height", view.height / 0.75);
+    const corner = root.getBoundingClientRect();
     const places = {};
-    for (const node of holder.querySelectorAll("g.node")) {
+    for (const node of root.querySelectorAll("g.node")) {
       const shape = node.querySelector("polygon, ellipse, path") || node.querySelector("text");
-      const b = shape.getBBox();
-      places[node.querySelector("title").textContent] = [b.x + b.width / 2, b.y + b.height / 2];
+      if (!shape) continue;  // the canvas's invisible corners
+      const b = shape.getBoundingClientRect();  // as drawn, after the graph's transform
+      places[node.querySelector("title").textContent] = [
+        (b.left - corner.left + b.width / 2) * 0.75, (b.top - corner.top + b.height / 2) * 0.75];
     }
-    const root = holder.firstElementChild;
-    const canvas = ["width", "height", "viewBox"].map((name) => root.getAttribute(name));
     holder.remove();
     return { places, canvas };
-  });
-  return frames;
-})"""
+  }))"""
 
 
 def frame_moves(page) -> list[tuple[float, int]]:

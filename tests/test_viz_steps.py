@@ -86,7 +86,8 @@ def node_places(svg: str) -> dict:
         points = re.findall(r"(-?[\d.]+),(-?[\d.]+)", body)
         points += re.findall(r'cx="(-?[\d.]+)" cy="(-?[\d.]+)"', body)
         xs, ys = [float(x) for x, _ in points], [float(y) for _, y in points]
-        places[title] = ((min(xs) + max(xs)) / 2, (min(ys) + max(ys)) / 2)
+        if points:  # (the canvas's invisible corners draw nothing)
+            places[title] = ((min(xs) + max(xs)) / 2, (min(ys) + max(ys)) / 2)
     return places
 
 

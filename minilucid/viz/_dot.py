@@ -70,6 +70,8 @@ def _dot(scene, layout: "_Layout", upto=None, pins=None) -> str:
     placed = pins is not None and pins.placed
     if placed:
         dot.graph_attr.update(layout="neato", **pins.graph)
+        for k, corner in enumerate(pins.corners()):  # neato -n2 fits its canvas to what it draws
+            dot.node(f"corner{k}", pos=corner, shape="point", style="invis", width="0.01")
     frame = upto is not None  # a frame of the step-through marks its newest step
     upto = _last_step(scene) if upto is None else upto
     clusters = {}

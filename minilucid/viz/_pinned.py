@@ -7,6 +7,7 @@ edge, label and cluster where the layout put them and only prints the frame's co
 """
 
 import json
+import re
 from dataclasses import dataclass, field
 
 import graphviz
@@ -20,6 +21,11 @@ class _Pins:
     nodes: dict = field(default_factory=dict)  # node key -> pos, width, height, fixedsize
     edges: dict = field(default_factory=dict)  # edge id -> pos, lp
     clusters: dict = field(default_factory=dict)  # cluster name -> bb, lp
+
+    def corners(self) -> list:
+        """Two points at opposite corners of the canvas, as pos values."""
+        x0, y0, x1, y1 = self.graph["bb"].split(",")
+        return [f"{x0},{y0}!", f"{x1},{y1}!"]
 
     @property
     def placed(self) -> bool:
@@ -48,7 +54,21 @@ def _pin(scene, layout, dot_source, label_variants) -> "_Pins":
     for edge in drawn.get("edges", []):
         if "id" in edge:
             pins.edges[edge["id"]] = {k: edge[k] for k in ("pos", "lp") if k in edge}
+    pins.graph["bb"] = _canvas(dot_source(pins))
     return pins
+
+
+def _canvas(source: str) -> str:
+    """The canvas every frame shares: the whole picture as neato -n2 prints it (dot's bounding
+    box can leave out part of an edge label), with room for a frame's thicker outline."""
+    svg = graphviz.Source(source, engine="neato").pipe(format="svg", neato_no_op=2, quiet=True)
+    back = re.search(rb'<polygon fill="white" stroke="transparent" points="([^"]*)"', svg)
+    points = [tuple(float(v) for v in p.split(b",")) for p in back.group(1).split()]
+    xs, ys = [x for x, _ in points], [-y for _, y in points]  # SVG's y runs down
+    pad = 7.2  # pad=0.1 inch
+    return (
+        f"{min(xs) + pad - 2:g},{min(ys) + pad - 2:g},{max(xs) - pad + 2:g},{max(ys) - pad + 2:g}"
+    )
 
 
 def _sizes(variants: list, layout) -> dict:
