@@ -395,9 +395,9 @@ def _wait_for(url: str, server, log: Path, timeout: float = 30) -> None:
     pytest.fail("JupyterLab did not start within 30 s")
 
 
-def open_notebook(browser, url: str, path: str):
+def open_notebook(browser, url: str, path: str, viewport=WINDOW):
     """A new page showing only this notebook (each page has a workspace of its own)."""
-    page = browser.new_page(viewport=WINDOW)
+    page = browser.new_page(viewport=viewport)
     workspace = Path(path).stem.replace("_", "-")
     page.goto(f"{url}/lab/workspaces/{workspace}/tree/{path}?reset&token={TOKEN}")
     page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=20000)
@@ -473,6 +473,36 @@ def test_jupyterlab_live_step_through_player_works(browser, lab):
     assert player.get_attribute("data-frame") == "1"
     assert "frame 1: step 1" in controls.locator(".minilucid-where").inner_text()
     assert player.locator(".minilucid-frame:visible img").count() == 1
+    page.close()
+
+
+def test_jupyterlab_player_keeps_its_controls_and_step_on_a_laptop_screen(browser, lab):
+    """A tall step-through on a 1366x768 screen: the controls follow, each step's node shows."""
+    url, clone = lab
+    source = (
+        "from minilucid import viz\n"
+        "from minilucid_course.readme_picture import expression\n"
+        "viz.step_through(expression()[2])"
+    )
+    nb = player_notebook()
+    nb.cells = [new_code_cell(source)]
+    (clone / "live").mkdir(exist_ok=True)
+    nbformat.write(nb, clone / "live" / "viz_laptop.ipynb")
+    page = open_notebook(browser, url, "live/viz_laptop.ipynb", LAPTOP)
+    page.get_by_text("| Idle").wait_for(timeout=20000)
+    page.locator(".jp-CodeCell .jp-InputArea").first.click()
+    page.keyboard.press("Shift+Enter")
+    controls = page.locator(".minilucid-controls")
+    controls.wait_for(state="visible", timeout=20000)
+    tall = page.locator(".minilucid-frame:visible img").bounding_box()["height"]
+    assert tall > 0.6 * LAPTOP["height"]  # a frame nearly a screen tall, or taller
+    for k in range(1, 7):
+        controls.get_by_role("button", name="next").click()
+        page.wait_for_timeout(100)
+        bar = controls.bounding_box()
+        here = page.locator(".minilucid-frame:visible .minilucid-here").bounding_box()
+        assert 0 <= bar["y"] and bar["y"] + bar["height"] <= LAPTOP["height"], f"frame {k}"
+        assert 0 <= here["y"] and here["y"] + here["height"] <= LAPTOP["height"], f"frame {k}"
     page.close()
 
 

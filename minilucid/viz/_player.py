@@ -33,6 +33,14 @@ document.querySelectorAll(".minilucid-steps:not([data-ready])").forEach(function
   var controls = root.querySelector(".minilucid-controls");
   var slider = controls.querySelector("input");
   var where = controls.querySelector(".minilucid-where");
+  function unclip() {  // the controls stick to the top of the page's scrolling area: no
+    // ancestor below it may clip (a notebook's output area scrolls wide outputs sideways)
+    for (var a = root.parentElement; a && a !== document.body; a = a.parentElement) {
+      var style = getComputedStyle(a);
+      if (/auto|scroll/.test(style.overflowY) && a.scrollHeight > a.clientHeight + 1) break;
+      if (style.overflowX + style.overflowY !== "visiblevisible") a.style.overflow = "visible";
+    }
+  }
   function show(k, follow) {
     k = Math.max(0, Math.min(frames.length - 1, k));
     frames.forEach(function (frame, i) {
@@ -44,6 +52,7 @@ document.querySelectorAll(".minilucid-steps:not([data-ready])").forEach(function
     where.textContent = frames[k].querySelector("summary").textContent;
     root.setAttribute("data-frame", k);
     var here = frames[k].querySelector(".minilucid-here");
+    if (follow) unclip();
     if (follow && here) here.scrollIntoView({block: "nearest", inline: "nearest"});
   }
   controls.querySelectorAll("button").forEach(function (button) {
