@@ -718,6 +718,7 @@ def main(argv: list[str]) -> None:
                         f"{theme:17} {path.stem:26} pictures {len(pictures):2}  "
                         f"smallest type {min(fonts, default=float('nan')):5.1f} px  "
                         f"widest {max((q['width'] for q in pictures), default=0):5.0f} px  "
+                        f"tallest {max((q['height'] for q in pictures), default=0):5.0f} px  "
                         f"output area {max((q['area'] for q in pictures), default=0):4.0f} px  "
                         f"problems {len(problems(pictures))}",
                         flush=True,
