@@ -678,7 +678,11 @@ def measured_lab(browser, tmp_path_factory):
 
 @pytest.mark.parametrize("name", [*MEASURED, *STORED, STEPS])
 def test_pictures_are_readable_as_displayed(measured_lab, name):
-    for theme, pictures in measure(measured_lab, f"{name}.ipynb").items():
+    measured = measure(measured_lab, f"{name}.ipynb")
+    if name in ("03_reverse_mode", STEPS):  # freshly executed players: one layout per player
+        found = frame_moves(measured_lab)
+        assert found and all(move <= 1.0 and canvases == 1 for move, canvases in found), found
+    for theme, pictures in measured.items():
         svgs = [p for p in pictures if p["kind"] == "image/svg+xml"]
         assert svgs, f"{name}: no SVG picture shown (is the copy trusted?)"
         assert all(p["area"] > 900 for p in pictures), "the output area should be ~960 px wide"
