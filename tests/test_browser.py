@@ -6,6 +6,7 @@ skips where Chromium, playwright, JupyterLab or git is missing.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -23,7 +24,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 import minilucid as ml
-from minilucid.viz import draw_backward, step_through
+from minilucid import viz
+from minilucid.viz import draw_backward, draw_graph, step_through
 
 pytestmark = pytest.mark.browser
 
@@ -54,6 +56,7 @@ STEPS = "step_through"  # a notebook of its own, made below
 THEMES = ["JupyterLab Light", "JupyterLab Dark"]
 SMALLEST = 11.0  # px: the smallest type a picture may show, as displayed
 WINDOW = {"width": 1400, "height": 1000}  # the file browser open: an output area of about 960 px
+LAPTOP = {"width": 1366, "height": 768}
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 if not Path(CHROMIUM).exists():
@@ -72,11 +75,15 @@ def browser():
 # The static HTML export: the step-through's controls work with no kernel
 
 
-def player_notebook() -> nbformat.NotebookNode:
-    """A notebook holding a stored step_through output, as an executed chapter would."""
+def player_notebook_graph():
     x = ml.tensor([1.0, 2.0], requires_grad=True, name="x")
     w = ml.tensor([[0.5, -1.0]], requires_grad=True, name="w")
-    bundle = step_through((x * w + x).sum())._repr_mimebundle_()
+    return (x * w + x).sum()
+
+
+def player_notebook() -> nbformat.NotebookNode:
+    """A notebook holding a stored step_through output, as an executed chapter would."""
+    bundle = step_through(player_notebook_graph())._repr_mimebundle_()
     cell = new_code_cell("step_through(y)", execution_count=1)
     cell.outputs = [new_output("display_data", data=bundle)]
     kernel = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
@@ -129,6 +136,164 @@ def test_without_javascript_the_frames_are_details_with_the_last_open(browser, t
     frames.nth(1).locator("summary").click()  # a closed frame opens on a click
     assert frames.nth(1).locator("img").is_visible()
     context.close()
+
+
+# --------------------------------------------------------------------------------------------
+# One layout per step-through: every frame keeps the node places and the canvas
+
+FRAMES = """() => [...document.querySelectorAll(".minilucid-steps")].map((player) =>
+  [...player.querySelectorAll(".minilucid-frame img")].map((img) => {
+    const src = img.getAttribute("src");
+    const body = atob(src.slice(src.indexOf(",") + 1));
+    const text = new TextDecoder().decode(Uint8Array.from(body, (c) => c.charCodeAt(0)));
+    const svg = new DOMParser().parseFromString(text, "image/svg+xml").documentElement;
+    const canvas = ["width", "height", "viewBox"].map((name) => svg.getAttribute(name));
+    const holder = document.createElement("div");
+    holder.style.cssText = "position:absolute;left:-30000px;top:0";
+    const root = holder.appendChild(document.importNode(svg, true));
+    document.body.appendChild(holder);
+    const view = root.viewBox.baseVal;  // drawn at its natural size: 1 px is 0.75 pt
+    root.setAttribute("width", view.width / 0.75); root.setAttribute("height", view.height / 0.75);
+    const corner = root.getBoundingClientRect();
+    const places = {};
+    for (const node of root.querySelectorAll("g.node")) {
+      const shape = node.querySelector("polygon, ellipse, path") || node.querySelector("text");
+      if (!shape) continue;  // the canvas's invisible corners
+      const b = shape.getBoundingClientRect();  // as drawn, after the graph's transform
+      places[node.querySelector("title").textContent] = [
+        (b.left - corner.left + b.width / 2) * 0.75, (b.top - corner.top + b.height / 2) * 0.75];
+    }
+    holder.remove();
+    return { places, canvas };
+  }))"""
+
+
+def frame_moves(page) -> list[tuple[float, int]]:
+    """Per player on the page: (the largest move of a node between frames in pt, canvases)."""
+    found = []
+    for frames in page.evaluate(FRAMES):
+        first = frames[0]["places"]
+        moves = [
+            max(abs(x - first[key][0]), abs(y - first[key][1]))
+            for frame in frames
+            for key, (x, y) in frame["places"].items()
+        ]
+        assert all(frame["places"].keys() == first.keys() for frame in frames)
+        found.append((max(moves), len({tuple(frame["canvas"]) for frame in frames})))
+    return found
+
+
+def players_in(path: Path) -> str:
+    """The step-through players a notebook stores, as one HTML page."""
+    nb = nbformat.read(path, as_version=4)
+    html = [
+        "".join(out["data"]["text/html"])
+        for cell in nb.cells
+        for out in cell.get("outputs", [])
+        if "minilucid-steps" in "".join(out.get("data", {}).get("text/html", ""))
+    ]
+    return "<!DOCTYPE html><html><body>" + "\n".join(html) + "</body></html>"
+
+
+def test_every_frame_of_a_saved_player_keeps_its_node_places_and_canvas(browser, tmp_path):
+    from minilucid_course.readme_picture import expression
+
+    page = browser.new_page(viewport=LAPTOP)
+    for graph in (expression()[2], player_notebook_graph()):
+        page.goto(step_through(graph).save(tmp_path / "steps.html").as_uri())
+        [(move, canvases)] = frame_moves(page)
+        assert move <= 1.0 and canvases == 1, (move, canvases)
+    page.close()
+
+
+def test_the_stored_chapter_players_keep_their_node_places_and_canvas(browser, tmp_path):
+    chapter = ROOT / CHAPTER
+    (tmp_path / "stored.html").write_text(players_in(chapter), encoding="utf-8")
+    page = browser.new_page()
+    page.goto((tmp_path / "stored.html").as_uri())
+    found = frame_moves(page)
+    assert found, f"{CHAPTER} stores no step-through"
+    for move, canvases in found:
+        assert move <= 1.0 and canvases == 1, (move, canvases)
+    page.close()
+
+
+def test_on_a_laptop_the_controls_and_the_node_of_each_step_stay_on_screen(browser, tmp_path):
+    from minilucid_course.readme_picture import expression
+
+    page = browser.new_page(viewport=LAPTOP)
+    player = step_through(expression()[2])
+    page.goto(player.save(tmp_path / "steps.html").as_uri())
+    controls = page.locator(".minilucid-controls")
+    for k in range(1, len(player.steps)):
+        controls.get_by_role("button", name="next").click()
+        here = page.locator(".minilucid-frame:visible .minilucid-here").bounding_box()
+        bar = controls.bounding_box()
+        assert 0 <= bar["y"] and bar["y"] + bar["height"] <= LAPTOP["height"], f"frame {k}"
+        assert bar["y"] + bar["height"] <= here["y"] + 1, f"frame {k}: the bar hides the node"
+        assert here["y"] + here["height"] <= LAPTOP["height"] + 1, f"frame {k}: node below"
+    page.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Presentation: a picture fits a 1920x1080 screen's notebook area; a big graph by module
+
+AREA = """([width, height]) => {
+  const out = [];
+  for (const img of document.querySelectorAll("img")) {
+    const box = img.getBoundingClientRect();
+    const svg = new DOMParser().parseFromString(
+      decodeURIComponent(escape(atob(img.src.slice(img.src.indexOf(",") + 1)))), "image/svg+xml");
+    const root = document.importNode(svg.documentElement, true);
+    root.setAttribute("width", box.width); root.setAttribute("height", box.height);
+    const holder = document.createElement("div");
+    holder.style.cssText = "position:absolute;left:-30000px;top:0";
+    holder.appendChild(root); document.body.appendChild(holder);
+    let font = Infinity;
+    for (const t of root.querySelectorAll("text")) {
+      const m = t.getScreenCTM();
+      font = Math.min(font, parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b));
+    }
+    holder.remove();
+    out.push({ width: box.width, height: box.height, font });
+  }
+  return out;
+}"""
+
+
+def shown_in(browser, svgs: list[str], width: int, height: int = 900) -> list[dict]:
+    """Each SVG as an <img> in an output area `width` px wide (JupyterLab: max-width 100%)."""
+    images = "".join(
+        f'<img style="max-width:100%" src="data:image/svg+xml;base64,'
+        f'{base64.b64encode(svg.encode()).decode()}"><br>'
+        for svg in svgs
+    )
+    page = browser.new_page(viewport={"width": width + 40, "height": height})
+    page.set_content(f'<body style="margin:0"><div style="width:{width}px">{images}</div></body>')
+    found = page.evaluate(AREA, [width, height])
+    page.close()
+    return found
+
+
+def test_presentation_pictures_fit_a_1920x1080_screen_with_type_no_smaller(browser):
+    from minilucid_course.readme_picture import expression
+
+    normal = [draw_backward(expression()[2]).svg(), step_through(expression()[2]).frame(3).svg()]
+    with viz.options(presentation=True):
+        big = [draw_backward(expression()[2]).svg(), step_through(expression()[2]).frame(3).svg()]
+    smallest = min(p["font"] for p in shown_in(browser, normal, 960))
+    for width in (1800, 1488):  # the notebook area with the file browser closed / open
+        for p in shown_in(browser, big, width):
+            assert p["width"] <= width and p["height"] <= 900, (width, p)
+            assert p["font"] >= smallest, (width, p, smallest)
+
+
+def test_chapter_10s_cnn_is_at_most_two_screens_tall_at_968_px(browser):
+    from test_viz_scene import cnn_graph
+
+    logits, groups = cnn_graph()
+    [p] = shown_in(browser, [draw_graph(logits, groups=groups, show_values=False).svg()], 968)
+    assert p["height"] <= 2000 and p["font"] >= SMALLEST, p
 
 
 # --------------------------------------------------------------------------------------------
@@ -230,9 +395,9 @@ def _wait_for(url: str, server, log: Path, timeout: float = 30) -> None:
     pytest.fail("JupyterLab did not start within 30 s")
 
 
-def open_notebook(browser, url: str, path: str):
+def open_notebook(browser, url: str, path: str, viewport=WINDOW):
     """A new page showing only this notebook (each page has a workspace of its own)."""
-    page = browser.new_page(viewport=WINDOW)
+    page = browser.new_page(viewport=viewport)
     workspace = Path(path).stem.replace("_", "-")
     page.goto(f"{url}/lab/workspaces/{workspace}/tree/{path}?reset&token={TOKEN}")
     page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=20000)
@@ -311,6 +476,36 @@ def test_jupyterlab_live_step_through_player_works(browser, lab):
     page.close()
 
 
+def test_jupyterlab_player_keeps_its_controls_and_step_on_a_laptop_screen(browser, lab):
+    """A tall step-through on a 1366x768 screen: the controls follow, each step's node shows."""
+    url, clone = lab
+    source = (
+        "from minilucid import viz\n"
+        "from minilucid_course.readme_picture import expression\n"
+        "viz.step_through(expression()[2])"
+    )
+    nb = player_notebook()
+    nb.cells = [new_code_cell(source)]
+    (clone / "live").mkdir(exist_ok=True)
+    nbformat.write(nb, clone / "live" / "viz_laptop.ipynb")
+    page = open_notebook(browser, url, "live/viz_laptop.ipynb", LAPTOP)
+    page.get_by_text("| Idle").wait_for(timeout=20000)
+    page.locator(".jp-CodeCell .jp-InputArea").first.click()
+    page.keyboard.press("Shift+Enter")
+    controls = page.locator(".minilucid-controls")
+    controls.wait_for(state="visible", timeout=20000)
+    tall = page.locator(".minilucid-frame:visible img").bounding_box()["height"]
+    assert tall > 0.6 * LAPTOP["height"]  # a frame nearly a screen tall, or taller
+    for k in range(1, 7):
+        controls.get_by_role("button", name="next").click()
+        page.wait_for_timeout(100)
+        bar = controls.bounding_box()
+        here = page.locator(".minilucid-frame:visible .minilucid-here").bounding_box()
+        assert 0 <= bar["y"] and bar["y"] + bar["height"] <= LAPTOP["height"], f"frame {k}"
+        assert 0 <= here["y"] and here["y"] + here["height"] <= LAPTOP["height"], f"frame {k}"
+    page.close()
+
+
 # --------------------------------------------------------------------------------------------
 # The size rule: at a 960-px output width no picture is cut off and its type is >= 11 px tall.
 # Copies of the chapters are executed with this checkout's minilucid and trusted, so JupyterLab
@@ -344,8 +539,8 @@ SIZES = """async () => {
       const area = img.closest(".jp-OutputArea-output").getBoundingClientRect();
       const src = img.getAttribute("src") || "";
       const item = { cell: index, kind: src.slice(5, src.indexOf(";")).split(",")[0],
-        width: box.width, visible: clip(img, box), area: area.width, font: null,
-        background: null };
+        width: box.width, height: box.height, visible: clip(img, box), area: area.width,
+        font: null, background: null };
       if (src.startsWith("data:image/svg+xml")) {
         const doc = new DOMParser().parseFromString(decode(src), "image/svg+xml");
         const svg = document.importNode(doc.documentElement, true);
@@ -483,17 +678,24 @@ def measured_lab(browser, tmp_path_factory):
 
 @pytest.mark.parametrize("name", [*MEASURED, *STORED, STEPS])
 def test_pictures_are_readable_as_displayed(measured_lab, name):
-    for theme, pictures in measure(measured_lab, f"{name}.ipynb").items():
+    measured = measure(measured_lab, f"{name}.ipynb")
+    if name in ("03_reverse_mode", STEPS):  # freshly executed players: one layout per player
+        found = frame_moves(measured_lab)
+        assert found and all(move <= 1.0 and canvases == 1 for move, canvases in found), found
+    for theme, pictures in measured.items():
         svgs = [p for p in pictures if p["kind"] == "image/svg+xml"]
         assert svgs, f"{name}: no SVG picture shown (is the copy trusted?)"
         assert all(p["area"] > 900 for p in pictures), "the output area should be ~960 px wide"
         assert not problems(pictures), f"{name} in {theme}:\n" + "\n".join(problems(pictures))
         for p in svgs:  # a light card that reads on the dark theme too
             assert p["background"] in ("white", "#ffffff"), f"cell {p['cell']}: {p['background']}"
-        if name == STEPS:  # the presentation picture fills the width, with larger type
+        if name == STEPS:  # the presentation picture fits the screen, its type no smaller
             projected = svgs[-1]
             assert projected["cell"] == len(STEP_CELLS) - 1
-            assert projected["width"] > 0.95 * projected["area"] and projected["font"] > 16
+            assert projected["height"] <= 900
+            assert projected["font"] >= min(p["font"] for p in svgs[:-1])
+        if name == "10_convolutions":  # the CNN drawn by module: two screens at most
+            assert max(p["height"] for p in svgs) <= 2000
 
 
 def main(argv: list[str]) -> None:
@@ -520,6 +722,7 @@ def main(argv: list[str]) -> None:
                         f"{theme:17} {path.stem:26} pictures {len(pictures):2}  "
                         f"smallest type {min(fonts, default=float('nan')):5.1f} px  "
                         f"widest {max((q['width'] for q in pictures), default=0):5.0f} px  "
+                        f"tallest {max((q['height'] for q in pictures), default=0):5.0f} px  "
                         f"output area {max((q['area'] for q in pictures), default=0):4.0f} px  "
                         f"problems {len(problems(pictures))}",
                         flush=True,

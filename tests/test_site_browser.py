@@ -163,3 +163,19 @@ def test_a_chapter_links_to_its_exercises_and_folds_its_answers(browser, site):
     page.wait_for_url("**/05_functions_and_numerics.html")
     page.close()
     assert not failed, failed
+
+
+def test_the_step_through_plays_in_one_layout_on_the_site(browser, site):
+    from test_browser import frame_moves
+
+    page, failed, _ = _open(browser, f"{site}/03_reverse_mode.html")
+    _settled(page)
+    player = page.locator(".minilucid-steps").first
+    controls = player.locator(".minilucid-controls")
+    controls.wait_for(state="visible", timeout=5000)
+    controls.get_by_role("button", name="next").click()
+    assert player.get_attribute("data-frame") == "1"
+    for move, canvases in frame_moves(page):
+        assert move <= 1.0 and canvases == 1, (move, canvases)
+    page.close()
+    assert not failed, failed

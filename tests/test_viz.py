@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -234,17 +235,25 @@ def test_without_dot_a_clear_message_and_no_traceback(tmp_path, monkeypatch, cap
     from IPython.core.formatters import DisplayFormatter
 
     monkeypatch.setenv("PATH", str(tmp_path))  # no `dot` anywhere
+    monkeypatch.setitem(
+        sys.modules["minilucid.viz._picture"]._HINTED, "once", False
+    )  # a new session
     *_, y = small()
-    for picture in (draw_graph(y), draw_backward(y), step_through(y)):
+    for k, picture in enumerate((draw_graph(y), draw_backward(y), step_through(y))):
         data, _ = DisplayFormatter().format(picture)
         assert set(data) == {"text/plain"}
         for command in ("apt-get install", "brew install", "conda install", "winget install"):
-            assert command in data["text/plain"]
+            assert (command in data["text/plain"]) == (k == 0)  # the commands once a session
         assert data["text/plain"].startswith(picture.text)
+        assert "the listing above says the same" in data["text/plain"]
+        assert "`dot` program is not on PATH" in data["text/plain"]
     assert draw_graph(y).source.startswith("digraph {")
+    capsys.readouterr()
     written = draw_graph(y).save(tmp_path / "g.png")
     assert written.suffix == ".gv" and written.read_text().startswith("digraph")
-    assert "Traceback" not in capsys.readouterr().err
+    said = capsys.readouterr()
+    assert "listing above" not in said.out and len(said.out.splitlines()) == 2  # no listing here
+    assert "Traceback" not in said.err
 
 
 class WrongMul(Function):
@@ -343,3 +352,35 @@ def test_a_hook_that_changes_the_gradient_is_shown_not_hidden_in_the_sum():
     assert "made by its hooks from [20., 40.]" in line
     assert "grad [0.4472, 0.8944]" in line
     assert "after hooks [0.4472, 0.8944]" in picture.source
+
+
+def test_a_target_array_is_shown_as_what_it_is():
+    import minilucid.nn.functional as F
+
+    logits = ml.tensor(np.zeros((32, 3)), requires_grad=True, name="logits")
+    targets = ml.tensor(np.arange(32) % 3)
+    picture = draw_graph(F.cross_entropy(logits, targets))
+    assert "CrossEntropy(logits, int64 (32,) targets)" in picture.text
+    assert 'label="int64 (32,) targets"' in picture.source and "min 0, max 2" not in picture.source
+    assert "Mul(logits, float64 (32, 3) array)" in draw_graph(logits * np.ones((32, 3))).text
+    assert (
+        "Mul(t1, [1., 2.])" in draw_graph(logits[:, :2] * np.array([1.0, 2.0])).text
+    )  # few: values
+
+
+def test_a_detach_shows_where_the_graph_was_cut():
+    x = ml.tensor([1.0, 2.0, 4.0], name="x")
+    w = ml.tensor(2.0, requires_grad=True, name="w")
+    h = x * w
+    h.name = "h"
+    target = h.detach()
+    target.name = "target"
+    loss = ((h - target) ** 2 * w).sum()
+    picture = draw_graph(loss)
+    cuts = [e for e in picture.scene.edges if e.kind == "detach"]
+    names = {n.key: n.title for n in picture.scene.nodes}
+    assert [(names[e.tail], names[e.head]) for e in cuts] == [("h", "target")]
+    assert re.search(r'n\d+ -> n\d+ \[label="detach\(\)" arrowhead=tee', picture.source)
+    assert "detach" in draw_backward(loss).source
+    copy = ml.tensor(h.data.copy(), name="copy")  # equal values, its own array: no cut
+    assert not [e for e in draw_graph((h * copy).sum()).scene.edges if e.kind == "detach"]

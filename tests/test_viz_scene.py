@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -193,10 +194,20 @@ def test_the_committed_readme_picture_is_the_readable_one():
 
 
 # --------------------------------------------------------------------------------------------
-# Presentation: larger type that fills the width
+# Presentation: larger type, the picture fitted to the screen's width and height
 
 
-def test_presentation_setting_enlarges_type_and_fills_the_width():
+def shown(svg: str) -> tuple:
+    """(width px, height px, smallest type px) of an SVG as a browser shows it at its size."""
+    width, height = (
+        float(v) for v in re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', svg).groups()
+    )
+    natural = float(re.search(r'viewBox="[-\d.]+ [-\d.]+ ([\d.]+)', svg).group(1))
+    smallest = min(float(f) for f in re.findall(r'font-size="([\d.]+)"', svg))
+    return width * 4 / 3, height * 4 / 3, smallest * 4 / 3 * width / natural
+
+
+def test_presentation_setting_enlarges_type_and_fits_the_screen():
     *_, loss = readme_graph()
     normal = draw_backward(loss).source
     with viz.options(presentation=True) as settings:
@@ -205,13 +216,32 @@ def test_presentation_setting_enlarges_type_and_fills_the_width():
     assert viz.get_options() == {"presentation": False}  # restored
     assert "fontsize=11 " in normal and "fontsize=15.95" in big.source
     if shutil.which("dot"):
-        assert re.search(r'<svg width="100%"\s+viewBox', big.svg())
-        assert 'width="100%"' not in draw_backward(readme_graph()[2]).svg()
+        width, height, font = shown(big.svg())
+        assert width <= 1440 and height <= 820, (width, height)  # 1488x900 minus margins
+        assert font >= shown(draw_backward(readme_graph()[2]).svg())[2]
     viz.set_options(presentation=True)
     try:
         assert step_through(readme_graph()[2]).fill
     finally:
         viz.set_options(presentation=False)
+
+
+@needs_dot
+def test_presentation_lays_a_tall_graph_out_again_before_its_type_shrinks():
+    x = ml.tensor([0.5, -1.0], requires_grad=True, name="x")
+    w = ml.tensor([[0.5, -1.0], [2.0, 1.0]], requires_grad=True, name="w")
+    b = ml.tensor([0.1, 0.2], requires_grad=True, name="b")
+    y = ((x @ w + b).tanh() @ w).sum()
+    normal = draw_backward(y)
+    with viz.options(presentation=True):
+        big = draw_backward(y)
+        frames = step_through(y)
+    assert not normal.layout.compact and big.layout.compact  # too tall at full size
+    width, height, font = shown(big.svg())
+    assert width <= 1440 and height <= 820 and font >= shown(normal.svg())[2]
+    for k in (0, len(frames.steps) - 1):
+        width, height, font = shown(frames.frame(k).svg())
+        assert width <= 1440 and height <= 820 and font >= shown(normal.svg())[2]
 
 
 @needs_dot
@@ -255,6 +285,56 @@ def test_groups_accept_one_tensor_or_any_iterable_per_label():
     assert picture.text.endswith("clusters:\n  fc1: w1, t1, b1, t2, h\n  out: t3, y")
 
 
+def cnn_graph():
+    """Chapter 10's CNN on two images, its forward pass grouped by module as the chapter does."""
+    from minilucid import nn
+
+    ml.manual_seed(1)
+    cnn = nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(64 * 2 * 2, 10),
+    )  # fmt: skip
+    for name, p in cnn.named_parameters():
+        p.name = name
+    h = ml.tensor(np.zeros((2, 1, 8, 8), dtype=np.float32), name="images")
+    groups = {}
+    for name, layer in cnn.named_children():
+        h = layer(h)
+        groups[f"({name}) {type(layer).__name__}"] = [*layer.parameters(), h]
+    h.name = "logits"
+    return h, groups
+
+
+def test_a_graph_two_screens_tall_is_drawn_by_module_and_one_module_expands():
+    logits, groups = cnn_graph()
+    full = draw_graph(logits, groups=groups, show_values=False, expand=True)
+    boxed = draw_graph(logits, groups=groups, show_values=False)
+    assert boxed.text == full.text  # the listing still names every tensor and op
+    assert not full.layout.collapsed and "module" not in full.source
+    assert set(boxed.layout.collapsed) == set(groups)
+    modules = re.findall(r"\t(module\d+) \[label=<<b>([^<]*)</b>", boxed.source)
+    assert sorted(label for _, label in modules) == sorted(groups)  # one box each
+    conv = re.search(r"module\d+ \[label=<<b>\(3\) Conv2d</b>(.*?)> ", boxed.source).group(1)
+    assert "3.weight (64, 32, 3, 3)" in conv and "Reshape \u00d73" in conv and "MatMul" in conv
+    assert "\u2192 t16 (2, 64, 4, 4) float32" in conv  # what it hands on
+    assert "<b>logits</b>" in boxed.source and "<b>3.weight</b>" not in boxed.source
+    edges = re.findall(r"\t(\w+) -> (\w+)", boxed.source)
+    assert len(edges) == len(set(edges)) == len(groups) + 1  # a chain: input, 8 boxes, output
+    one = draw_graph(logits, groups=groups, show_values=False, expand=["(3) Conv2d"])
+    assert "(3) Conv2d" not in one.layout.collapsed and len(one.layout.collapsed) == 7
+    assert "subgraph cluster_0" in one.source and "<b>3.weight</b>" in one.source
+    x, w1, b1, h, w2, y = linear_model()  # a small model keeps its boxes open
+    assert not draw_graph(y, groups={"fc1": [w1, b1, h], "head": [w2, y]}).layout.collapsed
+
+
+@needs_dot
+def test_the_cnn_drawn_by_module_is_under_two_screens_at_full_size():
+    logits, groups = cnn_graph()
+    width, height, font = shown(draw_graph(logits, groups=groups, show_values=False).svg())
+    assert width <= 940 and height <= 2000 and font >= 11, (width, height, font)
+
+
 # --------------------------------------------------------------------------------------------
 # Pictures as files: graphviz's names, and every one of them without `dot`
 
@@ -293,7 +373,11 @@ def test_every_picture_without_dot_says_how_to_install_it_and_writes_the_dot(
     tmp_path, monkeypatch, capsys
 ):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no `dot` anywhere
+    monkeypatch.setitem(
+        sys.modules["minilucid.viz._picture"]._HINTED, "once", False
+    )  # a new session
     *_, loss = readme_graph()
+    hinted = False
     pictures = [draw_graph(loss), draw_backward(readme_graph()[2]), step_through(readme_graph()[2])]
     for k, picture in enumerate(pictures):
         writes = [
@@ -309,7 +393,9 @@ def test_every_picture_without_dot_says_how_to_install_it_and_writes_the_dot(
             written = Path(write(path))
             assert written.read_text().startswith("digraph {"), name
             out = capsys.readouterr().out
-            assert "apt-get install" in out and "brew install" in out, name
+            assert ("apt-get install" in out and "brew install" in out) != hinted, name
+            assert "`dot` program is not on PATH" in out and "listing above" not in out, name
+            hinted = True  # the commands once a session, one line after that
         with pytest.raises(RuntimeError, match="apt-get install"):
             picture.pipe("png")
         assert set(picture._repr_mimebundle_()) == {"text/plain"}
@@ -339,3 +425,29 @@ def test_a_picture_a_little_too_wide_shrinks_only_as_far_as_11_px_type():
     far = draw_graph(chain(12), rankdir="LR")  # thousands of px: shrinking would not do
     width, smallest = svg_size(far.svg())
     assert width > WIDEST and smallest >= SMALLEST
+
+
+# --------------------------------------------------------------------------------------------
+# A large gradient as a small heat map
+
+
+def test_a_matrix_gradient_is_drawn_as_a_small_heat_map():
+    rng = np.random.default_rng(0)
+    x = ml.tensor(rng.normal(size=(4, 3)), requires_grad=True, name="x")
+    w = ml.tensor(rng.normal(size=(3, 50)), requires_grad=True, name="w")
+    loss = (x @ w).tanh().sum()
+    picture = draw_backward(loss)
+    nodes = {n.title: n for n in picture.scene.nodes if n.kind == "tensor"}
+    grid = nodes["x"].heat
+    assert len(grid) == 4 and {len(row) for row in grid} == {3}
+    assert max(abs(v) for row in grid for v in row) == 1.0
+    signs = np.sign(x.grad) == np.sign(np.array(grid))
+    assert signs.all()  # each cell keeps its entry's sign
+    assert len(nodes["w"].heat) == 3 and len(nodes["w"].heat[0]) == 12  # 50 columns in 12 blocks
+    assert nodes[picture.scene.root].heat is None  # a scalar: its value says it all
+    assert picture.source.count('bgcolor="#') == 4 * 3 + 3 * 12 + 2 * 4 * 12
+    assert "bgcolor" not in picture.text and "max|g|" in picture.text  # the listing keeps words
+    forward = draw_graph(loss)
+    assert "bgcolor" in forward.source  # .grad is known now: drawn in the forward picture too
+    first = step_through(loss).frame(0)
+    assert 'bgcolor="#' not in first.source  # before backward: no gradient, no map

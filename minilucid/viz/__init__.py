@@ -5,7 +5,8 @@ trusted); its text form lists the nodes and edges in order. Outside Jupyter it w
 graphviz graph: `.source` (DOT), `.save("g.svg" | "g.png" | "g.pdf" | "g.gv")`,
 `.render(filename, format=...)`, `.view()`, `.pipe(format)`. Without Graphviz's `dot` each says
 how to install it and still writes the DOT. `set_options(presentation=True)` (or
-`with options(presentation=True):`) draws larger type that fills the width, for a projector.
+`with options(presentation=True):`) draws larger type fitted to the screen's width and height,
+for a projector.
 """
 
 from minilucid.viz._check import _checked_ops
@@ -16,7 +17,9 @@ from minilucid.viz._player import _Player
 from minilucid.viz._scene import backward_scene, forward_scene
 
 
-def draw_graph(t, *, max_nodes=60, max_depth=None, groups=None, show_values=True, rankdir="auto"):
+def draw_graph(
+    t, *, max_nodes=60, max_depth=None, groups=None, show_values=True, rankdir="auto", expand=None
+):
     """The forward graph that produced `t`: tensors as boxes, ops as ovals, arrows along the data.
 
     groups draws a labelled box around each group of tensors (a model clustered by module): a
@@ -24,9 +27,11 @@ def draw_graph(t, *, max_nodes=60, max_depth=None, groups=None, show_values=True
     or a function tensor -> label or None. Each tensor's op goes in its box, and so does a
     tensor nobody listed whose consumers are all in one box (a module's inner results).
     rankdir "auto" draws left to right while that fits a notebook's width, else top to bottom.
+    A grouped graph more than two screens tall is drawn by module, each group one box naming
+    its parameters, ops and output; expand=[label, ...] draws those groups in full (True: all).
     """
     graph = _Graph(t, max_nodes, max_depth)
-    return _Picture(forward_scene(graph, groups, show_values), rankdir)
+    return _Picture(forward_scene(graph, groups, show_values), rankdir, expand=expand)
 
 
 def draw_backward(t, gradient=None, *, max_nodes=60, max_depth=None, groups=None, rankdir="auto"):

@@ -10,6 +10,7 @@ from html import escape
 
 import graphviz
 
+from minilucid.viz._modules import TALL, _module_boxes, _module_edges, _module_height, _module_node
 from minilucid.viz._scene import SHOWN, _owner
 
 FILL = {"output": "#fde7a6", "parameter": "#bfe3b8", "leaf": "#e9e9e9", "grad": "#d6efd0"}
@@ -19,6 +20,7 @@ GRAD = "#c0392b"  # gradient arrows and step numbers
 SUMMED = "#7d3c98"  # a gradient whose broadcasting was summed away
 FORWARD_IN_BACKWARD = "#b8b8b8"
 LATER = "#777777"  # a node backward has not reached yet
+CUT = {"color": "#555555", "fontcolor": "#555555", "penwidth": "1.5"}  # a detach() edge
 CHECK = {"ok": "#c8e6c9", "bad": "#f1948a", "error": "#f8c471"}
 FIT = 900  # px: widest picture drawn at full size (a notebook's output area is about 960 px)
 
@@ -28,25 +30,86 @@ class _Layout:
     rankdir: str = "LR"
     compact: bool = False
     scale: float = 1.0  # type size: 1 in a notebook, larger for a projector
+    collapsed: tuple = ()  # groups drawn as one box each (_modules.py)
 
     def size(self, base: float) -> str:
         return f"{base * self.scale:g}"
 
 
-def _layout(scene, rankdir="auto", scale=1.0) -> "_Layout":
+def _layout(scene, rankdir="auto", scale=1.0, expand=None) -> "_Layout":
     """Left to right if it fits, else top to bottom; compact nodes if neither fits; else the
-    narrowest of these."""
+    narrowest of these. A grouped forward picture more than two screens tall is drawn by
+    module (each group one box) but for the groups listed in `expand` (True: every group)."""
     if rankdir != "auto":
-        return _Layout(rankdir, False, scale)
-    options = [_Layout(d, c, scale) for c in (False, True) for d in ("LR", "TB")]
-    widths = [_width(scene, layout) for layout in options]
-    fitting = [layout for layout, width in zip(options, widths, strict=True) if width <= FIT]
-    return fitting[0] if fitting else options[widths.index(min(widths))]
+        layout = _Layout(rankdir, False, scale)
+    else:
+        options = [_Layout(d, c, scale) for c in (False, True) for d in ("LR", "TB")]
+        widths = [_width(scene, layout) for layout in options]
+        fitting = [layout for layout, width in zip(options, widths, strict=True) if width <= FIT]
+        layout = fitting[0] if fitting else options[widths.index(min(widths))]
+    if not scene.groups or scene.style == "backward" or expand is True:
+        return layout
+    if layout.rankdir == "LR" or _tall(scene, layout) <= TALL:
+        return layout
+    collapsed = tuple(label for label in scene.groups if label not in (expand or ()))
+    return _Layout("TB" if rankdir == "auto" else rankdir, False, scale, collapsed)
 
 
-def _dot(scene, layout: "_Layout", upto=None) -> str:
-    """The DOT source of the scene; with `upto`, a step-through frame showing steps 1..upto."""
-    dot = graphviz.Digraph(
+def _tall(scene, layout: "_Layout") -> float:
+    sizes = {n.key: _box(scene, n, layout) for n in scene.nodes}
+    return _module_height(scene, sizes, _ranks(scene))
+
+
+def _dot(scene, layout: "_Layout", upto=None, pins=None) -> str:
+    """The DOT source of the scene; with `upto`, a step-through frame showing steps 1..upto.
+
+    With pins (_pinned.py) every node keeps the place and size the one layout gave it: sizes
+    only while that layout runs, and then places as well, for neato -n2 to print as they are.
+    """
+    dot = _digraph(layout)
+    placed = pins is not None and pins.placed
+    if placed:
+        dot.graph_attr.update(layout="neato", **pins.graph)
+        for k, corner in enumerate(pins.corners()):  # neato -n2 fits its canvas to what it draws
+            dot.node(f"corner{k}", pos=corner, shape="point", style="invis", width="0.01")
+    frame = upto is not None  # a frame of the step-through marks its newest step
+    upto = _last_step(scene) if upto is None else upto
+    clusters = {}
+    boxes, owner = _module_boxes(scene, layout.collapsed)
+    for node in scene.nodes:
+        if node.key in owner:  # drawn as its module's box, where the module's first node is
+            box = owner[node.key]
+            if box in boxes:
+                dot.node(box, **_module_node(scene, *boxes.pop(box), layout.size(11)))
+            continue
+        group = None if node.group in layout.collapsed else node.group  # the output, alone
+        where = _cluster(dot, clusters, group, pins if placed else None)
+        attrs = _node(scene, node, layout, upto, frame)
+        if pins is not None:
+            attrs.update(pins.nodes.get(node.key, {}))
+        where.node(node.key, **attrs)
+    if owner:
+        for edge, tail, head in _module_edges(scene, owner):
+            dot.edge(tail, head, **_edge(scene, edge, upto, layout.compact))
+    for i, edge in enumerate([] if owner else scene.edges):
+        attrs = _edge(scene, edge, upto, layout.compact)
+        if attrs is not None:  # an edge not taken yet is left out; its place stays empty
+            if pins is not None:  # the layout finds each edge by its id
+                attrs["id"] = f"e{i}"
+                attrs.update(pins.edges.get(attrs["id"], {}))
+            dot.edge(edge.tail, edge.head, **attrs)
+    for sub in clusters.values():
+        dot.subgraph(sub)
+    note = [scene.note] if scene.note else []
+    if owner:
+        note.append("drawn by module: draw_graph(..., expand=[label]) draws a module in full")
+    if note:
+        dot.attr(label="\n".join(note), labelloc="b", fontcolor="#555555")
+    return dot.source
+
+
+def _digraph(layout: "_Layout") -> graphviz.Digraph:
+    return graphviz.Digraph(
         graph_attr={
             "rankdir": layout.rankdir,
             "fontname": "Helvetica",
@@ -64,33 +127,36 @@ def _dot(scene, layout: "_Layout", upto=None) -> str:
             "weight": "4",
         },
     )
-    frame = upto is not None  # a frame of the step-through marks its newest step
-    upto = _last_step(scene) if upto is None else upto
-    clusters = {}
+
+
+def _label_variants(scene, layout: "_Layout", uptos: list) -> list:
+    """(key, attributes) of each different look a node takes in the frames that show steps
+    1..k for k in uptos, and in the whole picture."""
+    seen, variants = set(), []
     for node in scene.nodes:
-        where = _cluster(dot, clusters, node.group)
-        where.node(node.key, **_node(scene, node, layout, upto, frame))
-    for edge in scene.edges:
-        attrs = _edge(scene, edge, upto, layout.compact)
-        if attrs is not None:
-            dot.edge(edge.tail, edge.head, **attrs)
-    for sub in clusters.values():
-        dot.subgraph(sub)
-    if scene.note:
-        dot.attr(label=scene.note, labelloc="b", fontcolor="#555555")
-    return dot.source
+        looks = [(upto, True) for upto in uptos] + [(_last_step(scene), False)]
+        for upto, frame in looks:
+            attrs = _node(scene, node, layout, upto, frame)
+            look = (node.key, attrs["label"], attrs.get("penwidth"), attrs.get("shape"))
+            if look not in seen:
+                seen.add(look)
+                variants.append((node.key, attrs))
+    return variants
 
 
 def _last_step(scene) -> int:
     return len(scene.steps)
 
 
-def _cluster(dot, clusters: dict, label):
+def _cluster(dot, clusters: dict, label, pins=None):
     if label is None:
         return dot
     if label not in clusters:
-        sub = graphviz.Digraph(name=f"cluster_{len(clusters)}")
+        name = f"cluster_{len(clusters)}"
+        sub = graphviz.Digraph(name=name)
         sub.attr(label=label, style="rounded,dashed", color="#888888", fontcolor="#333333")
+        if pins is not None:
+            sub.attr(**pins.clusters.get(name, {}))
         clusters[label] = sub
     return clusters[label]
 
@@ -107,8 +173,12 @@ def _node(scene, node, layout, upto: int, frame: bool) -> dict:
 
 def _tensor(scene, node, layout, upto: int, frame: bool) -> dict:
     done = node.step is not None and node.step <= upto
-    lines = [markup for _, markup in _lines(scene, node, layout, upto)]
-    attrs = {"label": "<" + "<br/>".join(lines) + ">", "shape": "box", "style": "rounded,filled"}
+    lines = "<br/>".join(markup for _, markup in _lines(scene, node, layout, upto))
+    shown = node.grad is not None if scene.style != "backward" else done
+    if node.heat is not None and shown:  # a large gradient: a heat map under its summary
+        heat = _heat_map(node.heat)
+        lines = f'<table border="0" cellspacing="0"><tr><td>{lines}</td></tr>{heat}</table>'
+    attrs = {"label": "<" + lines + ">", "shape": "box", "style": "rounded,filled"}
     attrs["fillcolor"] = _fill(node.roles)
     attrs["tooltip"] = _tooltip(node)
     if "output" in node.roles or "parameter" in node.roles:
@@ -135,6 +205,26 @@ def _lines(scene, node, layout, upto: int) -> list:
     if scene.show_values and brief:
         lines.append((brief, escape(brief)))
     return lines + _grad_lines(scene, node, upto, layout.compact)
+
+
+def _heat_map(grid: list) -> str:
+    """One table row: the gradient's grid, red where positive, blue where negative."""
+    rows = []
+    for row in grid:
+        cells = "".join(
+            f'<td width="7" height="7" fixedsize="true" bgcolor="{_shade(v)}"></td>' for v in row
+        )
+        rows.append(f"<tr>{cells}</tr>")
+    size = f'width="{8 * len(grid[0]) + 1}" height="{8 * len(grid) + 1}" fixedsize="true"'
+    table = f'<table border="0" cellborder="0" cellspacing="1" cellpadding="0" {size}>'
+    return f"<tr><td>{table}{''.join(rows)}</table></td></tr>"
+
+
+def _shade(v: float) -> str:
+    """White at 0, the gradient red at +1, blue at -1."""
+    end = (192, 57, 43) if v > 0 else (41, 98, 178)
+    mix = [round(255 + (c - 255) * min(abs(v), 1.0)) for c in end]
+    return "#{:02x}{:02x}{:02x}".format(*mix)
 
 
 def _tooltip(node) -> str:
@@ -203,6 +293,8 @@ def _op(scene, node, upto: int) -> dict:
 
 
 def _edge(scene, edge, upto: int, compact: bool):
+    if edge.kind == "detach":  # the graph was cut here: no gradient flows back along it
+        return {"label": "detach()", "style": "dotted", "arrowhead": "tee", **CUT}
     if edge.kind == "grad":
         if edge.step > upto:
             return None

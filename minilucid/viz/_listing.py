@@ -55,3 +55,15 @@ def _backward_text(scene, upto=None) -> str:
         lines.append(f"  ({hidden} steps through tensors not drawn are not listed)")
     lines += _group_lines(scene)
     return "\n".join(lines + ([scene.note] if scene.note else []))
+
+
+def _values_text(scene) -> str:
+    """Every tensor's whole values and gradient, for the listing shown under a picture."""
+    lines = []
+    for n in scene.nodes:
+        if n.kind == "tensor":
+            lines.append(f"{n.title}  {n.meta}  {', '.join(n.roles)}".rstrip())
+            lines.append(f"  values {n.values}")
+            if n.grad_values:
+                lines.append(f"  grad   {n.grad_values}")
+    return "\n".join(lines)

@@ -5,6 +5,7 @@ The methods outside Jupyter carry graphviz's own names (`source`, `render`, `vie
 """
 
 import base64
+import dataclasses
 import re
 from pathlib import Path
 
@@ -21,6 +22,7 @@ class _Drawing:
 
     source: str
     text: str
+    pinned = False  # True: the DOT holds its layout, and neato -n2 prints it as it is
 
     def __repr__(self) -> str:
         return self.text
@@ -28,9 +30,9 @@ class _Drawing:
     def pipe(self, format: str = "svg") -> bytes:
         """The picture as bytes in `format` (svg, png, pdf, ...), as graphviz's pipe gives it."""
         try:
-            return _render(self.source, format)
+            return _render(self.source, format, self.pinned)
         except graphviz.ExecutableNotFound:
-            raise RuntimeError(_no_dot_message()) from None
+            raise RuntimeError(_no_dot_message(full=True)) from None
 
     def render(self, filename="graph", directory=None, format="svg", view=False, cleanup=False):
         """Write the DOT source to `filename` and the picture beside it (filename.svg, ...).
@@ -39,9 +41,12 @@ class _Drawing:
         removes the DOT file. Without `dot`: writes the DOT file, says how to install Graphviz,
         and returns the DOT file's path.
         """
-        source = graphviz.Source(self.source, filename=filename, directory=directory)
+        engine = "neato" if self.pinned else "dot"
+        source = graphviz.Source(self.source, filename=filename, directory=directory, engine=engine)
         try:
-            return source.render(format=format, view=view, cleanup=cleanup, quiet=True)
+            return source.render(
+                format=format, view=view, cleanup=cleanup, quiet=True, neato_no_op=self._no_op()
+            )
         except graphviz.ExecutableNotFound:
             written = source.save()
             print(f"{_no_dot_message()}\nWrote the DOT source to {written}.")
@@ -65,22 +70,33 @@ class _Drawing:
         if kind not in ("svg", "png", "pdf"):
             raise ValueError(f"save: cannot write a .{kind} file; use .svg, .png, .pdf or .gv")
         try:
-            path.write_bytes(_render(self.source, kind))
+            path.write_bytes(_render(self.source, kind, self.pinned))
         except graphviz.ExecutableNotFound:
             path = path.with_suffix(".gv")
             path.write_text(self.source, encoding="utf-8")
             print(f"{_no_dot_message()}\nWrote the DOT source to {path} instead.")
         return path
 
+    def _no_op(self):
+        return 2 if self.pinned else None
+
 
 class _Picture(_Drawing):
     """One scene drawn in one layout; Jupyter shows it as SVG (PNG where SVG is not trusted)."""
 
-    def __init__(self, scene, rankdir="auto", upto=None, layout=None):
+    def __init__(
+        self, scene, rankdir="auto", upto=None, layout=None, pins=None, fill=None, expand=None
+    ):
         self.scene = scene
-        self.fill = _scale() > 1  # a projector: fill the width of the output area
-        self.layout = layout if layout is not None else _layout(scene, rankdir, _scale())
-        self.source = _dot(scene, self.layout, upto)  # the DOT source, always available
+        self.fill = _scale() > 1 if fill is None else fill  # a projector: fit it to the screen
+        if layout is None:  # chosen here: for a notebook, or to fit the screen for a projector
+            layout = _layout(scene, rankdir, _scale(), expand)
+            if self.fill and rankdir == "auto":
+                layout = _presentation_layout(scene, layout, upto)
+        self.layout = layout
+        self._drawn = None  # the SVG, once drawn
+        self.pinned = pins is not None  # a step-through's frame: drawn in the one layout
+        self.source = _dot(scene, self.layout, upto, pins)  # the DOT source, always available
         self.text = _text(scene, upto)  # nodes and edges in order, no addresses
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
@@ -88,7 +104,7 @@ class _Picture(_Drawing):
             svg = self.svg()
             png = self.png()
         except graphviz.ExecutableNotFound:
-            return {"text/plain": self.text + "\n\n" + _no_dot_message()}
+            return {"text/plain": self.text + "\n\n" + _no_dot_message(listing=True)}
         return {
             "image/svg+xml": svg,
             "image/png": base64.b64encode(png).decode("ascii"),
@@ -96,29 +112,41 @@ class _Picture(_Drawing):
         }
 
     def svg(self) -> str:
-        """The SVG as shown: at natural size, or filling the width in presentation mode.
+        """The SVG at the size it is shown: natural, or fitted to a screen in presentation mode.
 
         The layouts aim at full size; should one still come out wider than a notebook's output
-        area, it is shown a little smaller, but only as far as its type stays 11 px tall.
+        area, it is shown a little smaller, but only as far as its type stays 11 px tall. In
+        presentation mode the picture fits the notebook area of a 1920x1080 screen, width and
+        height (the layout chosen so that its type stays at least as large as in a notebook).
         """
-        svg = _render(self.source, "svg").decode("utf-8")
-        if self.fill:
-            return _fill_width(svg)
+        svg = self._svg()
         width, height = (float(v) for v in re.search(SIZE, svg).groups())
-        shrink = self._shrink(width)
-        if shrink == 1:
+        factor = self._factor(width, height)
+        if factor == 1:
             return svg
-        size = f'<svg width="{width * shrink:.0f}pt" height="{height * shrink:.0f}pt"'
+        size = f'<svg width="{width * factor:.0f}pt" height="{height * factor:.0f}pt"'
         return re.sub(SIZE, size, svg, count=1)
 
     def png(self) -> bytes:
         """The PNG as shown where SVG is not: the size the SVG is shown at."""
-        svg_width = float(re.search(SIZE, _render(self.source, "svg").decode("utf-8")).group(1))
-        shrink = self._shrink(svg_width)
-        if shrink == 1:
-            return _render(self.source, "png")
-        dpi = f"{96 * shrink:.1f}"  # Graphviz draws PNG at 96 dots per inch
-        return _render(self.source.replace("{\n", f"{{\n\tgraph [dpi={dpi}]\n", 1), "png")
+        width, height = (float(v) for v in re.search(SIZE, self._svg()).groups())
+        factor = self._factor(width, height)
+        if factor == 1:
+            return _render(self.source, "png", self.pinned)
+        dpi = f"{96 * factor:.1f}"  # Graphviz draws PNG at 96 dots per inch
+        source = self.source.replace("{\n", f"{{\n\tgraph [dpi={dpi}]\n", 1)
+        return _render(source, "png", self.pinned)
+
+    def _svg(self) -> str:
+        if self._drawn is None:
+            self._drawn = _render(self.source, "svg", self.pinned).decode("utf-8")
+        return self._drawn
+
+    def _factor(self, width_pt: float, height_pt: float) -> float:
+        """How much larger than its natural size the picture is shown (below 1: smaller)."""
+        if self.fill:
+            return _screen_factor(width_pt, height_pt)
+        return self._shrink(width_pt)
 
     def _shrink(self, width_pt: float) -> float:
         """1, or the factor that brings the picture into the output area with type >= 11 px."""
@@ -132,20 +160,56 @@ class _Picture(_Drawing):
 SIZE = r'<svg width="([\d.]+)pt" height="([\d.]+)pt"'
 FIT_PX = 940  # a notebook's output area is about 960 px wide
 SMALLEST_PX = 11  # the smallest type a picture may show
+# presentation: JupyterLab's notebook area on a 1920x1080 screen, the file browser open
+SCREEN_PX = (1440, 820)
+GROW = 1.6  # ... where a small picture is shown at most this much larger
 
 
-def _fill_width(svg: str) -> str:
-    """Let the picture take the width it is given (its viewBox keeps the proportions)."""
-    return re.sub(r'<svg width="[^"]*" height="[^"]*"', '<svg width="100%"', svg, count=1)
+def _screen_factor(width_pt: float, height_pt: float) -> float:
+    """The factor that fits a picture to the screen's notebook area, width and height."""
+    return min(SCREEN_PX[0] / (width_pt * 4 / 3), SCREEN_PX[1] / (height_pt * 4 / 3), GROW)
 
 
-def _render(source: str, kind: str) -> bytes:
+def _presentation_layout(scene, first, upto=None):
+    """A projector's layout: of left to right and top to bottom, the one shown largest on the
+    screen; compact nodes only when neither keeps the type as large as in a notebook (the
+    presentation type scale makes up for the fitting). Without Graphviz: `first`."""
+    best = (0.0, first)
+    for compact in (False, True):
+        for rankdir in ("LR", "TB"):
+            layout = dataclasses.replace(first, rankdir=rankdir, compact=compact)
+            try:
+                svg = _render(_dot(scene, layout, upto), "svg").decode("utf-8")
+            except graphviz.ExecutableNotFound:
+                return first
+            factor = _screen_factor(*(float(v) for v in re.search(SIZE, svg).groups()))
+            best = max(best, (factor, layout), key=lambda pair: pair[0])
+        if best[0] * first.scale >= 1:
+            break
+    return best[1]
+
+
+def _render(source: str, kind: str, pinned: bool = False) -> bytes:
+    if pinned:  # the layout is in the DOT: neato -n2 keeps every place and spline as given
+        return graphviz.Source(source, engine="neato").pipe(format=kind, neato_no_op=2, quiet=True)
     return graphviz.Source(source).pipe(format=kind, quiet=True)
 
 
-def _no_dot_message() -> str:
-    return (
-        graphviz_install_hint()
-        + "\nThe picture needs it; the listing above says the same in text, and the DOT source "
-        "is in .source (.save('graph.gv') writes it)."
+_HINTED = {"once": False}  # the install commands are printed once a session, then one line
+
+
+def _no_dot_message(listing: bool = False, full: bool = False) -> str:
+    """Why there is no picture: how to install Graphviz the first time, one line after that.
+
+    listing: the message stands under the picture's text listing; full: always the commands.
+    """
+    where = "the listing above says the same in text, and " if listing else ""
+    tail = (
+        f"The picture needs it; {where}the DOT source is in .source (.save('graph.gv') writes it)."
     )
+    if _HINTED["once"] and not full:
+        return (
+            "Graphviz's `dot` program is not on PATH (how to install it was shown earlier). " + tail
+        )
+    _HINTED["once"] = True
+    return graphviz_install_hint() + "\n" + tail

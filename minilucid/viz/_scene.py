@@ -5,13 +5,14 @@ same nodes and edges and never look at the tensors themselves. A picture style i
 that turns the walked graph (and, for backward, the sweep) into a scene.
 """
 
+import inspect
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from minilucid.autograd import FREED
 from minilucid.tensor import Tensor
-from minilucid.viz._format import _constant, _meta, _roles, _short, _summary, _summed
+from minilucid.viz._format import _constant, _heat, _meta, _roles, _short, _summary, _summed
 
 SHOWN = 4  # contributions listed at a tensor that many children feed
 
@@ -27,8 +28,10 @@ class _Node:
     meta: str = ""  # shape and dtype
     roles: tuple = ()
     values: str = ""  # every value (a long array summarised), for listings and tooltips
+    grad_values: str = ""  # ... and every entry of its gradient, once known
     brief: str = ""  # the values when few enough for a node, else their range
     grad: str | None = None  # a forward picture: .grad, when known
+    heat: list | None = None  # that gradient (or `arrived`) as a small grid, when it is large
     step: int | None = None  # a backward picture: the step that took this node
     arrived: str | None = None  # ... and the gradient it passed on at that step
     seed: bool = False  # the root: its gradient is the seed
@@ -44,7 +47,7 @@ class _Node:
 class _Edge:
     tail: str
     head: str
-    kind: str  # "data" (along the forward pass) or "grad" (backward, against it)
+    kind: str  # "data" (along the forward pass), "grad" (backward, against it) or "detach"
     step: int | None = None  # a gradient edge appears at this step
     label: str = ""  # the gradient it carries
     summed: str = ""  # how broadcasting was summed away on the way
@@ -90,6 +93,8 @@ def forward_scene(graph, groups=None, show_values=True, checks=None) -> "_Scene"
         if node.kind == "tensor":
             t = graph.tensors[int(node.key[1:])]
             node.grad = None if t.grad is None else _summary(t.grad)
+            node.grad_values = "" if t.grad is None else _whole(t.grad)
+            node.heat = None if t.grad is None else _heat(t.grad)
         elif node.kind == "op" and checks is not None:
             node.check = checks.get(id(graph.tensors[int(node.key[2:])]))
     return scene
@@ -109,6 +114,8 @@ def backward_scene(graph, sweep, groups=None) -> "_Scene":
         ]
         if node.step is not None:
             node.arrived = _summary(sweep.arrived[id(t)])
+            node.grad_values = _whole(sweep.arrived[id(t)])
+            node.heat = _heat(sweep.arrived[id(t)])
             node.seed = t is graph.root
             if t._hooks is not None and received:  # hooks turned the sum into what is passed on
                 node.hooked = _summary(sum(g for _, _, g, _ in received))
@@ -145,6 +152,7 @@ def _base(graph, groups, show_values: bool, style: str) -> "_Scene":
         )
         if t._ctx is not None:
             _op(graph, i, t, nodes, edges)
+    edges += _cuts(graph)
     scene = _Scene(style, graph.name(graph.root), nodes, edges, {}, _left_out_note(graph))
     scene.show_values = show_values
     _group(scene, graph, groups)
@@ -161,10 +169,12 @@ def _op(graph, i: int, t: Tensor, nodes: list, edges: list) -> None:
         op.args = ["<freed>"]
         return
     missing = 0
+    names = _input_names(type(ctx))
     for j, p in enumerate(ctx.parents):
         if not isinstance(p, Tensor):
-            op.args.append(_constant(p))
-            nodes.append(_Node(f"c{i}_{j}", "constant", _constant(p)))
+            words = _constant(p, names[j] if j < len(names) else "")
+            op.args.append(words)
+            nodes.append(_Node(f"c{i}_{j}", "constant", words))
             edges.append(_Edge(f"c{i}_{j}", op.key, "data"))
         elif not graph.has(p):
             op.args.append("<not drawn>")
@@ -176,6 +186,27 @@ def _op(graph, i: int, t: Tensor, nodes: list, edges: list) -> None:
         words = f"{missing} input{'s' if missing > 1 else ''} not drawn"
         nodes.append(_Node(f"cut{i}", "cut", words))
         edges.append(_Edge(f"cut{i}", op.key, "data", cut=True))
+
+
+def _cuts(graph) -> list:
+    """Where detach() cut the graph: a leaf holding the very array a drawn op made (detach
+    shares the data) gets a "detach" edge from that op's tensor."""
+    made = {id(t.data): i for i, t in enumerate(graph.tensors) if t._ctx is not None}
+    return [
+        _Edge(f"n{made[id(t.data)]}", f"n{i}", "detach")
+        for i, t in enumerate(graph.tensors)
+        if t._ctx is None and id(t.data) in made
+    ]
+
+
+def _input_names(op) -> list:
+    """The names an op's forward gives its inputs (forward(ctx, logits, targets) -> targets)."""
+    try:
+        parameters = list(inspect.signature(op.forward).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in parameters if p.kind in kinds]
 
 
 def _group(scene: "_Scene", graph, groups) -> None:
