@@ -129,7 +129,7 @@ def build(
     notebooks_dir, out = Path(notebooks_dir), Path(out)
     if exercises_dir is None:
         exercises_dir = notebooks_dir.parent / "exercises"
-    chapters = sorted(notebooks_dir.glob("[0-9][0-9]_*.ipynb"))
+    chapters = sorted(notebooks_dir.glob("[0-9][0-9]*_*.ipynb"))  # 06b_...: an appendix
     exercises = sorted(Path(exercises_dir).glob("[0-9][0-9]_*.ipynb"))
     (out / "exercises").mkdir(parents=True, exist_ok=True)
     for old in [*out.glob("*.html"), *(out / "exercises").glob("*.html")]:

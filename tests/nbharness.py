@@ -209,3 +209,47 @@ def mutant_parts(mutant) -> tuple[object, tuple[str, ...]]:
     if isinstance(mutant, Wrong):
         return mutant.edits, mutant.words
     return mutant, ()
+
+
+def mutation_tests(nb_path, exercises: dict, mutants: dict, *, stand_ins: dict | None = None):
+    """The three tests of the one style, parametrized over a chapter's EXERCISES and MUTANTS.
+
+        test_the_solution_passes, test_a_wrong_answer_is_rejected, test_the_stub_raises = (
+            mutation_tests(NB, EXERCISES, MUTANTS)
+        )
+
+    `stand_ins` maps grade_ids of cells before a check (earlier checks, slow pictures) to the
+    source run in their place, so that each check runs alone.
+    """
+    order = grade_ids(nb_path)
+    stand_ins = dict(stand_ins or {})
+
+    def run(key: str, answer: str | None = None) -> dict:
+        answer_id, check_id = exercises[key]
+        stop = order.index(check_id)
+        replace = {g: s for g, s in stand_ins.items() if order.index(g) < stop}
+        if answer is not None:
+            replace[answer_id] = answer
+        return run_check(nb_path, check_id, replace=replace)
+
+    @pytest.mark.parametrize("key", list(exercises))
+    def test_the_solution_passes(key, capsys):
+        run(key)
+        assert "✓" in capsys.readouterr().out
+
+    @pytest.mark.parametrize(
+        "key, label", [(key, label) for key, wrongs in mutants.items() for label in wrongs]
+    )
+    def test_a_wrong_answer_is_rejected(key, label):
+        edits, words = mutant_parts(mutants[key][label])
+        with pytest.raises(AssertionError) as info:
+            run(key, edited(nb_path, exercises[key][0], edits))
+        for word in words:
+            assert word in str(info.value), f"the message should mention {word!r}: {info.value}"
+
+    @pytest.mark.parametrize("key", list(exercises))
+    def test_the_stub_raises(key):
+        with pytest.raises(NotImplementedError):
+            run(key, with_answer(nb_path, exercises[key][0], "raise NotImplementedError()"))
+
+    return test_the_solution_passes, test_a_wrong_answer_is_rejected, test_the_stub_raises

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from nbharness import answer_source, rejected, run_check, with_answer
+from nbharness import Wrong, answer_source, mutation_tests, rejected, run_check, with_answer
 
 import minilucid as ml
 from minilucid_course import environment
@@ -34,71 +34,6 @@ def test_ex1_solution_passes(capsys):
     assert "parents_of(d) = ['c', 'a']" in out
 
 
-def test_ex1_rejects_forgetting_leaves():
-    wrong = _solved(EX1[1], "return [p for p in t.grad_fn.parents if isinstance(p, Tensor)]")
-    _rejected(*EX1, wrong, "the leaf a", "AttributeError")
-
-
-def test_ex1_rejects_keeping_constants():
-    wrong = _solved(EX1[1], "return [] if t.grad_fn is None else list(t.grad_fn.parents)")
-    _rejected(*EX1, wrong, "a * 3", "plain number")
-
-
-def test_ex1_rejects_none_for_a_leaf():
-    wrong = _solved(
-        EX1[1],
-        """
-        if t.grad_fn is None:
-            return None
-        return [p for p in t.grad_fn.parents if isinstance(p, Tensor)]
-        """,
-    )
-    _rejected(*EX1, wrong, "returned None", "[]")
-
-
-def test_ex1_rejects_removing_duplicates():
-    wrong = _solved(
-        EX1[1],
-        """
-        if t.grad_fn is None:
-            return []
-        unique = {id(p): p for p in t.grad_fn.parents if isinstance(p, Tensor)}
-        return list(unique.values())
-        """,
-    )
-    _rejected(*EX1, wrong, "a + a", "expected [a, a], got [a]")
-
-
-def test_ex1_rejects_only_tensors_that_require_grad():
-    wrong = _solved(
-        EX1[1],
-        """
-        if t.grad_fn is None:
-            return []
-        return [p for p in t.grad_fn.parents if isinstance(p, Tensor) and p.requires_grad]
-        """,
-    )
-    _rejected(*EX1, wrong, "expected [a, k], got [a]")
-
-
-def test_ex1_rejects_all_ancestors():
-    wrong = _solved(
-        EX1[1],
-        """
-        out, todo = [], [t]
-        while todo:
-            node = todo.pop()
-            if node.grad_fn is not None:
-                for p in node.grad_fn.parents:
-                    if isinstance(p, Tensor):
-                        out.append(p)
-                        todo.append(p)
-        return out
-        """,
-    )
-    _rejected(*EX1, wrong, "d = c + a", "only the op's own inputs")
-
-
 # --------------------------------------------------------------------------------------------
 # Exercise 2: graph_size
 
@@ -112,103 +47,6 @@ def test_ex2_solution_passes(capsys):
     assert "graph_size(y) = (5, 3)" in out
 
 
-def test_ex2_rejects_counting_a_reused_tensor_twice():
-    wrong = _solved(
-        EX2[1],
-        """
-        tensors, ops, to_visit = 0, 0, [t]
-        while to_visit:
-            node = to_visit.pop()
-            tensors += 1
-            if node.grad_fn is not None:
-                ops += 1
-                to_visit.extend(p for p in node.grad_fn.parents if isinstance(p, Tensor))
-        return tensors, ops
-        """,
-    )
-    _rejected(*EX2, wrong, "h * h + h", "(5, 3)")
-
-
-def test_ex2_rejects_missing_the_leaves():
-    wrong = _solved(
-        EX2[1],
-        """
-        seen, to_visit = {}, [t]
-        while to_visit:
-            node = to_visit.pop()
-            if id(node) in seen or node.grad_fn is None:
-                continue
-            seen[id(node)] = node
-            to_visit.extend(p for p in node.grad_fn.parents if isinstance(p, Tensor))
-        return len(seen), len(seen)
-        """,
-    )
-    _rejected(*EX2, wrong, "the leaf a", "(1, 0)")
-
-
-def test_ex2_rejects_list_membership_that_compares_values():
-    # `p in list` falls back to ==, which compares tensor values: p and q (both 2.0) merge
-    wrong = _solved(
-        EX2[1],
-        """
-        seen, ops, to_visit = [], 0, [t]
-        while to_visit:
-            node = to_visit.pop()
-            if node in seen:
-                continue
-            seen.append(node)
-            if node.grad_fn is not None:
-                ops += 1
-                to_visit.extend(p for p in node.grad_fn.parents if isinstance(p, Tensor))
-        return len(seen), ops
-        """,
-    )
-    _rejected(*EX2, wrong, "p and q", "(3, 1)")
-
-
-def test_ex2_rejects_counting_constants():
-    wrong = _solved(
-        EX2[1],
-        """
-        seen, ops, to_visit = {}, 0, [t]
-        while to_visit:
-            node = to_visit.pop()
-            if id(node) in seen:
-                continue
-            seen[id(node)] = node
-            if isinstance(node, Tensor) and node.grad_fn is not None:
-                ops += 1
-                to_visit.extend(node.grad_fn.parents)
-        return len(seen), ops
-        """,
-    )
-    _rejected(*EX2, wrong, "a * 3", "constant")
-
-
-def test_ex2_rejects_recursion_even_with_a_memory():
-    wrong = _solved(
-        EX2[1],
-        """
-        def walk(node, seen):
-            if id(node) in seen:
-                return 0
-            seen[id(node)] = node
-            ops = 0
-            if node.grad_fn is not None:
-                ops = 1
-                for p in node.grad_fn.parents:
-                    if isinstance(p, Tensor):
-                        ops += walk(p, seen)
-            return ops
-
-        seen = {}
-        ops = walk(t, seen)
-        return len(seen), ops
-        """,
-    )
-    _rejected(*EX2, wrong, "chain of 5000", "recursion limit", "explicit stack")
-
-
 # --------------------------------------------------------------------------------------------
 # Exercise 3: poly in at most 4 ops
 
@@ -220,31 +58,6 @@ def test_ex3_solution_passes(capsys):
     assert "✓ poly: 3x² + 2x + 1 in 4 ops, x feeds 2 of them" in capsys.readouterr().out
     picture = namespace["check_poly"](namespace["poly"])  # the check returns the learner's graph
     assert "4 ops" in repr(picture) and "x " in repr(picture)
-
-
-def test_ex3_rejects_five_ops():
-    wrong = _solved(EX3[1], "return 3 * x * x + 2 * x + 1")
-    _rejected(*EX3, wrong, "5 ops", "at most 4")
-
-
-def test_ex3_rejects_a_wrong_coefficient():
-    wrong = _solved(EX3[1], "return (3 * x + 1) * x + 2")
-    _rejected(*EX3, wrong, "expected 3x² + 2x + 1 = 17.0", "got 16.0")
-
-
-def test_ex3_rejects_a_step_on_the_raw_array():
-    wrong = _solved(EX3[1], "return ml.tensor(3 * x.data**2) + 2 * x + 1")
-    _rejected(*EX3, wrong, "leaf tensor other than x", "x.data")
-
-
-def test_ex3_rejects_a_result_with_no_graph():
-    wrong = _solved(EX3[1], "return ml.tensor(3 * x.data**2 + 2 * x.data + 1)")
-    _rejected(*EX3, wrong, "no grad_fn", "not connected")
-
-
-def test_ex3_rejects_a_scalar_only_answer():
-    wrong = _solved(EX3[1], "v = float(x.data.flat[0])\nreturn (3 * x + 2) * v + 1")
-    _rejected(*EX3, wrong, "x = [-1.0, 0.0, 0.5, 2.0]")
 
 
 # --------------------------------------------------------------------------------------------
@@ -271,28 +84,6 @@ def test_ex4_solution_passes(capsys):
     run_check(NB, EX4[0])
     assert "✓ predictions" in capsys.readouterr().out
     run_check(NB, EX4[0], replace={EX4[1]: _predictions()})  # the helper's dict is right too
-
-
-def test_ex4_rejects_python_floats_as_float64():
-    wrong = _predictions(a=((), "float64"), g=((), "float64"))
-    _rejected(*EX4, wrong, "a = ml.tensor(2.5)", "float64", "float32")
-
-
-def test_ex4_rejects_float32_winning_over_float64():
-    _rejected(*EX4, _predictions(f=((2,), "float32")), "f = ", "dtype float64")
-
-
-def test_ex4_rejects_a_wrong_broadcast_shape():
-    _rejected(*EX4, _predictions(e=((4, 1), "float32")), "e = ", "(4, 3)")
-
-
-def test_ex4_rejects_shape_one_for_a_scalar():
-    _rejected(*EX4, _predictions(a=((1,), "float32")), "a = ", "shape ()")
-
-
-def test_ex4_rejects_a_missing_entry():
-    wrong = _solved(EX4[1], "return {'a': ((), 'float32')}")
-    _rejected(*EX4, wrong, "no entry 'b'")
 
 
 # --------------------------------------------------------------------------------------------
@@ -375,10 +166,251 @@ def test_ex5_solution_passes(capsys):
     assert "1024 paths from a, and d(d)/da = 1024" in out
 
 
-def test_ex5_rejects_walking_every_path():
-    wrong = _solved(
-        EX5[1],
-        """
+def _edited(old: str, new: str) -> str:
+    source = answer_source(NB, EX5[1])
+    assert old in source, "the solution changed; update this mutant"
+    return source.replace(old, new)
+
+
+def test_ex5_stub_raises_not_implemented():
+    stub = _solved(EX5[1], "raise NotImplementedError()")
+    with pytest.raises(NotImplementedError):
+        run_check(NB, EX5[0], replace={EX5[1]: stub})
+
+
+# --- the one style: every wrong answer above, fed to its check ---------------------------
+
+EXERCISES = {
+    "parents_of": ("ex01_1_parents_of_answer", "ex01_1_parents_of_check"),
+    "graph_size": ("ex01_2_graph_size_answer", "ex01_2_graph_size_check"),
+    "poly": ("ex01_3_poly_answer", "ex01_3_poly_check"),
+    "predict": ("ex01_4_predict_answer", "ex01_4_predict_check"),
+    "count_paths": ("ex01_5_count_paths_answer", "ex01_5_count_paths_check"),
+}
+
+MUTANTS = {
+    "parents_of": {
+        "forgetting leaves": Wrong(
+            _solved(EX1[1], "return [p for p in t.grad_fn.parents if isinstance(p, Tensor)]"),
+            "the leaf a",
+            "AttributeError",
+        ),
+        "keeping constants": Wrong(
+            _solved(EX1[1], "return [] if t.grad_fn is None else list(t.grad_fn.parents)"),
+            "a * 3",
+            "plain number",
+        ),
+        "none for a leaf": Wrong(
+            _solved(
+                EX1[1],
+                """
+        if t.grad_fn is None:
+            return None
+        return [p for p in t.grad_fn.parents if isinstance(p, Tensor)]
+        """,
+            ),
+            "returned None",
+            "[]",
+        ),
+        "removing duplicates": Wrong(
+            _solved(
+                EX1[1],
+                """
+        if t.grad_fn is None:
+            return []
+        unique = {id(p): p for p in t.grad_fn.parents if isinstance(p, Tensor)}
+        return list(unique.values())
+        """,
+            ),
+            "a + a",
+            "expected [a, a], got [a]",
+        ),
+        "only tensors that require grad": Wrong(
+            _solved(
+                EX1[1],
+                """
+        if t.grad_fn is None:
+            return []
+        return [p for p in t.grad_fn.parents if isinstance(p, Tensor) and p.requires_grad]
+        """,
+            ),
+            "expected [a, k], got [a]",
+        ),
+        "all ancestors": Wrong(
+            _solved(
+                EX1[1],
+                """
+        out, todo = [], [t]
+        while todo:
+            node = todo.pop()
+            if node.grad_fn is not None:
+                for p in node.grad_fn.parents:
+                    if isinstance(p, Tensor):
+                        out.append(p)
+                        todo.append(p)
+        return out
+        """,
+            ),
+            "d = c + a",
+            "only the op's own inputs",
+        ),
+    },
+    "graph_size": {
+        "counting a reused tensor twice": Wrong(
+            _solved(
+                EX2[1],
+                """
+        tensors, ops, to_visit = 0, 0, [t]
+        while to_visit:
+            node = to_visit.pop()
+            tensors += 1
+            if node.grad_fn is not None:
+                ops += 1
+                to_visit.extend(p for p in node.grad_fn.parents if isinstance(p, Tensor))
+        return tensors, ops
+        """,
+            ),
+            "h * h + h",
+            "(5, 3)",
+        ),
+        "missing the leaves": Wrong(
+            _solved(
+                EX2[1],
+                """
+        seen, to_visit = {}, [t]
+        while to_visit:
+            node = to_visit.pop()
+            if id(node) in seen or node.grad_fn is None:
+                continue
+            seen[id(node)] = node
+            to_visit.extend(p for p in node.grad_fn.parents if isinstance(p, Tensor))
+        return len(seen), len(seen)
+        """,
+            ),
+            "the leaf a",
+            "(1, 0)",
+        ),
+        "list membership that compares values": Wrong(
+            _solved(
+                EX2[1],
+                """
+        seen, ops, to_visit = [], 0, [t]
+        while to_visit:
+            node = to_visit.pop()
+            if node in seen:
+                continue
+            seen.append(node)
+            if node.grad_fn is not None:
+                ops += 1
+                to_visit.extend(p for p in node.grad_fn.parents if isinstance(p, Tensor))
+        return len(seen), ops
+        """,
+            ),
+            "p and q",
+            "(3, 1)",
+        ),
+        "counting constants": Wrong(
+            _solved(
+                EX2[1],
+                """
+        seen, ops, to_visit = {}, 0, [t]
+        while to_visit:
+            node = to_visit.pop()
+            if id(node) in seen:
+                continue
+            seen[id(node)] = node
+            if isinstance(node, Tensor) and node.grad_fn is not None:
+                ops += 1
+                to_visit.extend(node.grad_fn.parents)
+        return len(seen), ops
+        """,
+            ),
+            "a * 3",
+            "constant",
+        ),
+        "recursion even with a memory": Wrong(
+            _solved(
+                EX2[1],
+                """
+        def walk(node, seen):
+            if id(node) in seen:
+                return 0
+            seen[id(node)] = node
+            ops = 0
+            if node.grad_fn is not None:
+                ops = 1
+                for p in node.grad_fn.parents:
+                    if isinstance(p, Tensor):
+                        ops += walk(p, seen)
+            return ops
+
+        seen = {}
+        ops = walk(t, seen)
+        return len(seen), ops
+        """,
+            ),
+            "chain of 5000",
+            "recursion limit",
+            "explicit stack",
+        ),
+    },
+    "poly": {
+        "five ops": Wrong(
+            _solved(EX3[1], "return 3 * x * x + 2 * x + 1"),
+            "5 ops",
+            "at most 4",
+        ),
+        "a wrong coefficient": Wrong(
+            _solved(EX3[1], "return (3 * x + 1) * x + 2"),
+            "expected 3x² + 2x + 1 = 17.0",
+            "got 16.0",
+        ),
+        "a step on the raw array": Wrong(
+            _solved(EX3[1], "return ml.tensor(3 * x.data**2) + 2 * x + 1"),
+            "leaf tensor other than x",
+            "x.data",
+        ),
+        "a result with no graph": Wrong(
+            _solved(EX3[1], "return ml.tensor(3 * x.data**2 + 2 * x.data + 1)"),
+            "no grad_fn",
+            "not connected",
+        ),
+        "a scalar only answer": Wrong(
+            _solved(EX3[1], "v = float(x.data.flat[0])\nreturn (3 * x + 2) * v + 1"),
+            "x = [-1.0, 0.0, 0.5, 2.0]",
+        ),
+    },
+    "predict": {
+        "python floats as float64": Wrong(
+            _predictions(a=((), "float64"), g=((), "float64")),
+            "a = ml.tensor(2.5)",
+            "the dtype you predicted, float64, is not",
+        ),
+        "float32 winning over float64": Wrong(
+            _predictions(f=((2,), "float32")),
+            "f = ",
+            "the dtype you predicted, float32, is not",
+        ),
+        "a wrong broadcast shape": Wrong(
+            _predictions(e=((4, 1), "float32")),
+            "e = ",
+            "the shape you predicted, (4, 1), is not right",
+        ),
+        "shape one for a scalar": Wrong(
+            _predictions(a=((1,), "float32")),
+            "a = ",
+            "one number has shape ()",
+        ),
+        "a missing entry": Wrong(
+            _solved(EX4[1], "return {'a': ((), 'float32')}"),
+            "no entry 'b'",
+        ),
+    },
+    "count_paths": {
+        "walking every path": Wrong(
+            _solved(
+                EX5[1],
+                """
         count, stack = 0, [root]
         while stack:
             node = stack.pop()
@@ -388,14 +420,15 @@ def test_ex5_rejects_walking_every_path():
                 stack.extend(p for p in node.grad_fn.parents if isinstance(p, Tensor))
         return count
         """,
-    )
-    _rejected(*EX5, wrong, "doubled 60 times", "follows every path", "count per tensor")
-
-
-def test_ex5_rejects_counting_reachability_instead_of_paths():
-    wrong = _solved(
-        EX5[1],
-        """
+            ),
+            "doubled 60 times",
+            "follows every path",
+            "count per tensor",
+        ),
+        "counting reachability instead of paths": Wrong(
+            _solved(
+                EX5[1],
+                """
         seen, stack = set(), [root]
         while stack:
             node = stack.pop()
@@ -406,35 +439,29 @@ def test_ex5_rejects_counting_reachability_instead_of_paths():
                 stack.extend(p for p in node.grad_fn.parents if isinstance(p, Tensor))
         return int(id(leaf) in seen)
         """,
-    )
-    _rejected(*EX5, wrong, "count_paths(a * b + a, a)", "expected 2, got 1")
-
-
-def _edited(old: str, new: str) -> str:
-    source = answer_source(NB, EX5[1])
-    assert old in source, "the solution changed; update this mutant"
-    return source.replace(old, new)
-
-
-def test_ex5_rejects_one_edge_per_distinct_parent():
-    wrong = _edited(
-        "            for p in node.grad_fn.parents:\n",
-        "            for p in dict.fromkeys(node.grad_fn.parents):\n",
-    )
-    _rejected(*EX5, wrong, "h * h + h", "expected 3, got 2")
-
-
-def test_ex5_rejects_passing_counts_in_the_wrong_order():
-    wrong = _edited("for node in reversed(order):", "for node in order:").replace(
-        "+ paths[id(node)]", "+ paths.get(id(node), 0)"
-    )
-    _rejected(*EX5, wrong, "count_paths(a * b + a, a)", "expected 2, got 1")
-
-
-def test_ex5_rejects_memoised_recursion_on_a_deep_chain():
-    wrong = _solved(
-        EX5[1],
-        """
+            ),
+            "count_paths(a * b + a, a)",
+            "expected 2, got 1",
+        ),
+        "one edge per distinct parent": Wrong(
+            _edited(
+                "            for p in node.grad_fn.parents:\n",
+                "            for p in dict.fromkeys(node.grad_fn.parents):\n",
+            ),
+            "h * h + h",
+            "expected 3, got 2",
+        ),
+        "passing counts in the wrong order": Wrong(
+            _edited("for node in reversed(order):", "for node in order:").replace(
+                "+ paths[id(node)]", "+ paths.get(id(node), 0)"
+            ),
+            "count_paths(a * b + a, a)",
+            "expected 2, got 1",
+        ),
+        "memoised recursion on a deep chain": Wrong(
+            _solved(
+                EX5[1],
+                """
         memo = {}
 
         def count(node):
@@ -450,29 +477,42 @@ def test_ex5_rejects_memoised_recursion_on_a_deep_chain():
 
         return count(root)
         """,
-    )
-    _rejected(*EX5, wrong, "5000", "recursion limit")
+            ),
+            "5000",
+            "recursion limit",
+        ),
+        "a float count": Wrong(
+            _edited("return paths.get(id(leaf), 0)", "return float(paths.get(id(leaf), 0))"),
+            "int",
+            "2**60",
+        ),
+        "one path to a tensor outside the graph": Wrong(
+            _edited("return paths.get(id(leaf), 0)", "return paths.get(id(leaf), 1)"),
+            "not in the graph",
+            "expected 0, got 1",
+        ),
+        "skipping tensors that need no gradient": Wrong(
+            _edited(
+                "if isinstance(p, Tensor):\n                    paths",
+                "if isinstance(p, Tensor) and p.requires_grad:\n                    paths",
+            ),
+            "needs no gradient",
+            "expected 1, got 0",
+        ),
+    },
+}
+
+test_the_solution_passes, test_a_wrong_answer_is_rejected, test_the_stub_raises = mutation_tests(
+    NB, EXERCISES, MUTANTS
+)
 
 
-def test_ex5_rejects_a_float_count():
-    wrong = _edited("return paths.get(id(leaf), 0)", "return float(paths.get(id(leaf), 0))")
-    _rejected(*EX5, wrong, "int", "2**60")
-
-
-def test_ex5_rejects_one_path_to_a_tensor_outside_the_graph():
-    wrong = _edited("return paths.get(id(leaf), 0)", "return paths.get(id(leaf), 1)")
-    _rejected(*EX5, wrong, "not in the graph", "expected 0, got 1")
-
-
-def test_ex5_rejects_skipping_tensors_that_need_no_gradient():
-    wrong = _edited(
-        "if isinstance(p, Tensor):\n                    paths",
-        "if isinstance(p, Tensor) and p.requires_grad:\n                    paths",
-    )
-    _rejected(*EX5, wrong, "needs no gradient", "expected 1, got 0")
-
-
-def test_ex5_stub_raises_not_implemented():
-    stub = _solved(EX5[1], "raise NotImplementedError()")
-    with pytest.raises(NotImplementedError):
-        run_check(NB, EX5[0], replace={EX5[1]: stub})
+@pytest.mark.parametrize(
+    "label, truth",
+    [("float32 winning over float64", "float64"), ("a wrong broadcast shape", "4, 3")],
+)
+def test_a_wrong_prediction_is_not_told_the_answer(label, truth):
+    answer, check = EXERCISES["predict"]
+    with pytest.raises(AssertionError) as info:
+        run_check(NB, check, replace={answer: MUTANTS["predict"][label].edits})
+    assert truth not in str(info.value)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from nbharness import edited, run_check, with_answer
+from nbharness import mutation_tests
 
 from minilucid import Tensor
 from minilucid.function import Function
@@ -123,40 +123,9 @@ MUTANTS = {
 }
 
 
-def _mutant(exercise: str, edits) -> str:
-    return edited(NB, EXERCISES[exercise][0], edits)
-
-
-def _run(exercise: str, answer: str | None = None):
-    answer_id, check_id = EXERCISES[exercise]
-    earlier = [check for _, check in EXERCISES.values()]
-    earlier = earlier[: earlier.index(check_id)]
-    replace = {k: v for k, v in EARLIER_CHECKS.items() if k in earlier}
-    if answer is not None:
-        replace[answer_id] = answer
-    return run_check(NB, check_id, replace=replace)
-
-
-@pytest.mark.parametrize("exercise", list(EXERCISES))
-def test_the_solution_passes(exercise, capsys):
-    _run(exercise)
-    assert "✓" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize(
-    "exercise, label",
-    [(exercise, label) for exercise, mutants in MUTANTS.items() for label in mutants],
+test_the_solution_passes, test_a_wrong_answer_is_rejected, test_the_stub_raises = mutation_tests(
+    NB, EXERCISES, MUTANTS, stand_ins=EARLIER_CHECKS
 )
-def test_a_wrong_answer_is_rejected(exercise, label):
-    with pytest.raises(AssertionError):
-        _run(exercise, _mutant(exercise, MUTANTS[exercise][label]))
-
-
-@pytest.mark.parametrize("exercise", list(EXERCISES))
-def test_the_stub_raises_not_implemented(exercise):
-    stub = with_answer(NB, EXERCISES[exercise][0], "raise NotImplementedError()")
-    with pytest.raises(NotImplementedError):
-        _run(exercise, stub)
 
 
 # --- messages say what is wrong, in plain words ---------------------------------------------

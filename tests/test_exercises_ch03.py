@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from nbharness import edited, run_check, with_answer
+from nbharness import Wrong, mutation_tests, run_check
 
 from minilucid import Tensor
 from minilucid.autograd import backward, topological_order
@@ -20,10 +20,12 @@ EXERCISES = {
     "sweep": ("ex03_2_backward_sweep_answer", "ex03_2_backward_sweep_check"),
     "steps": ("ex03_3_step_numbers_answer", "ex03_3_step_numbers_check"),
     "hand": ("ex03_4_hand_gradients_answer", "ex03_4_hand_gradients_check"),
+    "scalar": ("ex03_5_scalar_answer", "ex03_5_scalar_check"),
+    "neuron": ("ex03_5_train_neuron_answer", "ex03_5_train_neuron_check"),
 }
 
 # every earlier check cell re-runs before the one under test; these stand in for them
-EARLIER_CHECKS = {check: "pass" for _, check in EXERCISES.values()}
+STAND_INS = {check: "pass" for _, check in EXERCISES.values()}
 
 RECURSIVE_SORT = """
 def topological_order(root):
@@ -73,9 +75,39 @@ def topological_order(root):
     return met[::-1]
 """
 
+EMPTIES_THE_CASES = """
+import minilucid_course.checks.ch03 as _checks
+
+_checks.GRAPHS = ()
+_checks.SWEEP_GRAPHS = ()
+"""
+
+LIST_OF_VISITED_SORT = """
+def topological_order(root):
+    order, visited, stack = [], [], [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if node in visited:
+            continue
+        visited.append(node)
+        stack.append((node, True))
+        if node.grad_fn is not None:
+            for parent in reversed(node.grad_fn.parents):
+                if isinstance(parent, Tensor) and parent.requires_grad:
+                    stack.append((parent, False))
+    return order
+"""
+
 MUTANTS = {
     "sort": {
         "recursive": RECURSIVE_SORT,
+        "recursive, and empties the check's graphs": Wrong(
+            RECURSIVE_SORT + EMPTIES_THE_CASES, "RecursionError"
+        ),
+        "visited tensors kept in a list": Wrong(LIST_OF_VISITED_SORT, "truth value", "id(t)"),
         "no visited mark": [("        if id(node) in visited:\n            continue\n", "")],
         "pre-order instead of post-order": PRE_ORDER_SORT,
         "breadth first": BREADTH_FIRST_SORT,
@@ -96,6 +128,24 @@ MUTANTS = {
                 "            grads[parent] = g\n",
             )
         ],
+        "accumulates in place (+=)": Wrong(
+            [("grads[parent] = grads[parent] + g", "grads[parent] += g")],
+            "same array",
+            "+=",
+        ),
+        "assigns, and empties the check's graphs": Wrong(
+            [
+                (
+                    "            if parent in grads:\n"
+                    "                grads[parent] = grads[parent] + g\n"
+                    "            else:\n"
+                    "                grads[parent] = g\n",
+                    "            grads[parent] = g\n",
+                ),
+                ("    return grads\n", "    return grads\n" + EMPTIES_THE_CASES),
+            ],
+            "accumulate",
+        ),
         "forgets the seed": [("grads = {root: np.ones_like(root.data)}", "grads = {}")],
         "seeds with zeros": [("np.ones_like(root.data)", "np.zeros_like(root.data)")],
         "walks the order forwards": [("reversed(order)", "order")],
@@ -140,43 +190,87 @@ MUTANTS = {
             )
         ],
     },
+    "scalar": {
+        "assigns instead of accumulating": Wrong(
+            [("parent.grad += local * node.grad", "parent.grad = local * node.grad")], "+=, not ="
+        ),
+        "tanh derivative 1 - tanh": [("1.0 - t * t", "1.0 - t")],
+        "tanh derivative taken at the input": [("1.0 - t * t", "1.0 - self.data * self.data")],
+        "product rule with its own value": [
+            ("((self, other.data), (other, self.data))", "((self, self.data), (other, other.data))")
+        ],
+        "no reflected operators": [
+            (
+                "    __radd__ = __add__  # 2 + a: Python asks a.__radd__(2); addition does not "
+                "mind the order\n    __rmul__ = __mul__\n",
+                "",
+            )
+        ],
+        "sweep in the sort's order": [("for node in reversed(order):", "for node in order:")],
+        "no visited record": [
+            ("            elif id(node) not in visited:\n", "            else:\n"),
+        ],
+        "pre-order sort": [
+            (
+                "            if expanded:\n                order.append(node)\n"
+                "            elif id(node) not in visited:\n"
+                "                visited.add(id(node))\n"
+                "                stack.append((node, True))\n",
+                "            if expanded:\n                continue\n"
+                "            elif id(node) not in visited:\n"
+                "                visited.add(id(node))\n"
+                "                order.insert(0, node)\n",
+            )
+        ],
+        "recursive sort": Wrong(
+            [
+                (
+                    "        order, visited, stack = [], set(), [(self, False)]\n"
+                    "        while stack:  # iterative post-order depth-first search\n"
+                    "            node, expanded = stack.pop()\n"
+                    "            if expanded:\n"
+                    "                order.append(node)\n"
+                    "            elif id(node) not in visited:\n"
+                    "                visited.add(id(node))\n"
+                    "                stack.append((node, True))\n"
+                    "                stack.extend((parent, False) for parent, _ in node.parents)\n",
+                    "        order, visited = [], set()\n\n"
+                    "        def visit(node):\n"
+                    "            if id(node) not in visited:\n"
+                    "                visited.add(id(node))\n"
+                    "                for parent, _ in node.parents:\n"
+                    "                    visit(parent)\n"
+                    "                order.append(node)\n\n"
+                    "        visit(self)\n",
+                )
+            ],
+            "recursion limit",
+        ),
+    },
+    "neuron": {
+        "never zeroes the gradients": Wrong(
+            [("        w.grad, b.grad = 0.0, 0.0\n", "")], "zero w.grad"
+        ),
+        "steps up the gradient": [("w.data -= lr * w.grad", "w.data += lr * w.grad")],
+        "loss recorded after the update": [
+            (
+                "        w.data -= lr * w.grad\n        b.data -= lr * b.grad\n"
+                "        losses.append(loss.data)\n",
+                "        w.data -= lr * w.grad\n        b.data -= lr * b.grad\n"
+                "        losses.append(sum(((w * x + b).tanh() + -y).data ** 2 "
+                "for x, y in zip(xs, ys)))\n",
+            )
+        ],
+        "mean instead of sum": [("losses.append(loss.data)", "losses.append(loss.data / len(xs))")],
+        "returns Scalars": [("return w.data, b.data, losses", "return w, b, losses")],
+        "forgets the bias": [("b.data -= lr * b.grad", "pass")],
+    },
 }
 
 
-def _mutant(exercise: str, edits) -> str:
-    return edited(NB, EXERCISES[exercise][0], edits)
-
-
-def _run(exercise: str, answer: str | None = None):
-    answer_id, check_id = EXERCISES[exercise]
-    earlier = [check for _, check in EXERCISES.values()]
-    earlier = earlier[: earlier.index(check_id)]
-    replace = {k: v for k, v in EARLIER_CHECKS.items() if k in earlier}
-    if answer is not None:
-        replace[answer_id] = answer
-    return run_check(NB, check_id, replace=replace)
-
-
-@pytest.mark.parametrize("exercise", list(EXERCISES))
-def test_the_solution_passes(exercise, capsys):
-    _run(exercise)
-    assert "✓" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize(
-    "exercise, label",
-    [(exercise, label) for exercise, mutants in MUTANTS.items() for label in mutants],
+test_the_solution_passes, test_a_wrong_answer_is_rejected, test_the_stub_raises = mutation_tests(
+    NB, EXERCISES, MUTANTS, stand_ins=STAND_INS
 )
-def test_a_wrong_answer_is_rejected(exercise, label):
-    with pytest.raises(AssertionError):
-        _run(exercise, _mutant(exercise, MUTANTS[exercise][label]))
-
-
-@pytest.mark.parametrize("exercise", list(EXERCISES))
-def test_the_stub_raises_not_implemented(exercise):
-    stub = with_answer(NB, EXERCISES[exercise][0], "raise NotImplementedError()")
-    with pytest.raises(NotImplementedError):
-        _run(exercise, stub)
 
 
 # --- messages say what is wrong, in plain words (checkers called directly: fast) -------------
@@ -275,135 +369,15 @@ def test_the_deep_chain_needs_no_recursion():
     assert len(order) == ch03.CHAIN_DEPTH + 1 and order[0] is x and order[-1] is root
 
 
-# --- exercise 5: an engine of your own, and the neuron it trains -----------------------------
-
-ENGINE = ("ex03_5_scalar_answer", "ex03_5_scalar_check")
-NEURON = ("ex03_5_train_neuron_answer", "ex03_5_train_neuron_check")
-LATER_CHECKS = {**EARLIER_CHECKS, ENGINE[1]: "pass"}
-
-ENGINE_MUTANTS = {
-    "assigns instead of accumulating": [
-        ("parent.grad += local * node.grad", "parent.grad = local * node.grad")
+@pytest.mark.parametrize(
+    "key, said",
+    [
+        ("scalar", "✓ your Scalar engine agrees with minilucid"),
+        ("neuron", "✓ your neuron trains exactly as minilucid's replay"),
     ],
-    "tanh derivative 1 - tanh": [("1.0 - t * t", "1.0 - t")],
-    "tanh derivative taken at the input": [("1.0 - t * t", "1.0 - self.data * self.data")],
-    "product rule with its own value": [
-        ("((self, other.data), (other, self.data))", "((self, self.data), (other, other.data))")
-    ],
-    "no reflected operators": [
-        (
-            "    __radd__ = __add__  # 2 + a: Python asks a.__radd__(2); addition does not "
-            "mind the order\n    __rmul__ = __mul__\n",
-            "",
-        )
-    ],
-    "sweep in the sort's order": [("for node in reversed(order):", "for node in order:")],
-    "no visited record": [
-        ("            elif id(node) not in visited:\n", "            else:\n"),
-    ],
-    "pre-order sort": [
-        (
-            "            if expanded:\n                order.append(node)\n"
-            "            elif id(node) not in visited:\n"
-            "                visited.add(id(node))\n"
-            "                stack.append((node, True))\n",
-            "            if expanded:\n                continue\n"
-            "            elif id(node) not in visited:\n"
-            "                visited.add(id(node))\n"
-            "                order.insert(0, node)\n",
-        )
-    ],
-    "recursive sort": [
-        (
-            "        order, visited, stack = [], set(), [(self, False)]\n"
-            "        while stack:  # iterative post-order depth-first search\n"
-            "            node, expanded = stack.pop()\n"
-            "            if expanded:\n"
-            "                order.append(node)\n"
-            "            elif id(node) not in visited:\n"
-            "                visited.add(id(node))\n"
-            "                stack.append((node, True))\n"
-            "                stack.extend((parent, False) for parent, _ in node.parents)\n",
-            "        order, visited = [], set()\n\n"
-            "        def visit(node):\n"
-            "            if id(node) not in visited:\n"
-            "                visited.add(id(node))\n"
-            "                for parent, _ in node.parents:\n"
-            "                    visit(parent)\n"
-            "                order.append(node)\n\n"
-            "        visit(self)\n",
-        )
-    ],
-}
-
-NEURON_MUTANTS = {
-    "never zeroes the gradients": [("        w.grad, b.grad = 0.0, 0.0\n", "")],
-    "steps up the gradient": [("w.data -= lr * w.grad", "w.data += lr * w.grad")],
-    "loss recorded after the update": [
-        (
-            "        w.data -= lr * w.grad\n        b.data -= lr * b.grad\n"
-            "        losses.append(loss.data)\n",
-            "        w.data -= lr * w.grad\n        b.data -= lr * b.grad\n"
-            "        losses.append(sum(((w * x + b).tanh() + -y).data ** 2 "
-            "for x, y in zip(xs, ys)))\n",
-        )
-    ],
-    "mean instead of sum": [("losses.append(loss.data)", "losses.append(loss.data / len(xs))")],
-    "returns Scalars": [("return w.data, b.data, losses", "return w, b, losses")],
-    "forgets the bias": [("b.data -= lr * b.grad", "pass")],
-}
-
-
-def _run_engine(answer: str | None = None):
-    replace = dict(EARLIER_CHECKS)
-    if answer is not None:
-        replace[ENGINE[0]] = answer
-    return run_check(NB, ENGINE[1], replace=replace)
-
-
-def _run_neuron(answer: str | None = None):
-    replace = dict(LATER_CHECKS)
-    if answer is not None:
-        replace[NEURON[0]] = answer
-    return run_check(NB, NEURON[1], replace=replace)
-
-
-def test_the_engine_solution_passes(capsys):
-    _run_engine()
-    assert "✓ your Scalar engine agrees with minilucid" in capsys.readouterr().out
-
-
-def test_the_neuron_solution_passes(capsys):
-    _run_neuron()
-    assert "✓ your neuron trains exactly as minilucid's replay" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("label", list(ENGINE_MUTANTS))
-def test_a_wrong_engine_is_rejected(label):
-    with pytest.raises(AssertionError):
-        _run_engine(edited(NB, ENGINE[0], ENGINE_MUTANTS[label]))
-
-
-@pytest.mark.parametrize("label", list(NEURON_MUTANTS))
-def test_a_wrong_training_loop_is_rejected(label):
-    with pytest.raises(AssertionError):
-        _run_neuron(edited(NB, NEURON[0], NEURON_MUTANTS[label]))
-
-
-def test_the_engine_and_neuron_stubs_raise_not_implemented():
-    with pytest.raises(NotImplementedError):
-        _run_engine(with_answer(NB, ENGINE[0], "raise NotImplementedError()"))
-    with pytest.raises(NotImplementedError):
-        _run_neuron(with_answer(NB, NEURON[0], "raise NotImplementedError()"))
-
-
-def test_engine_messages_name_the_mistake():
-    namespace = _run_engine()
-    wrong = edited(NB, ENGINE[0], ENGINE_MUTANTS["assigns instead of accumulating"])
-    with pytest.raises(AssertionError, match=r"\+=, not ="):
-        _run_engine(wrong)
-    with pytest.raises(AssertionError, match="recursion limit"):
-        _run_engine(edited(NB, ENGINE[0], ENGINE_MUTANTS["recursive sort"]))
-    with pytest.raises(AssertionError, match="zero w.grad"):
-        _run_neuron(edited(NB, NEURON[0], NEURON_MUTANTS["never zeroes the gradients"]))
-    assert "Scalar" in namespace
+)
+def test_the_engine_and_neuron_checks_say_what_they_did(key, said, capsys):
+    keys = list(EXERCISES)
+    earlier = {EXERCISES[k][1]: "pass" for k in keys[: keys.index(key)]}
+    run_check(NB, EXERCISES[key][1], replace=earlier)
+    assert said in capsys.readouterr().out

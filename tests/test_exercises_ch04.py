@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from nbharness import rejected, run_check, unanswered, with_answer
+from nbharness import Wrong, mutation_tests, rejected, run_check, with_answer
 
 import minilucid as ml
 from minilucid.ops.broadcast import sum_to_shape
@@ -31,82 +31,6 @@ def test_ex1_solution_passes(capsys):
     assert "✓ sum_to_shape" in capsys.readouterr().out
 
 
-def test_ex1_rejects_summing_only_leading_dims():
-    wrong = _solved(
-        EX1[1],
-        """
-while grad.ndim > len(shape):
-    grad = grad.sum(axis=0)
-return grad
-""",
-    )
-    _rejected(*EX1, wrong, "(1, 4)", "expected shape")
-
-
-def test_ex1_rejects_forgotten_keepdims():
-    wrong = _solved(
-        EX1[1],
-        """
-extra = grad.ndim - len(shape)
-if extra:
-    grad = grad.sum(axis=tuple(range(extra)))
-stretched = tuple(i for i, (g, s) in enumerate(zip(grad.shape, shape)) if g != s)
-if stretched:
-    grad = grad.sum(axis=stretched)
-return grad
-""",
-    )
-    _rejected(*EX1, wrong, "keepdims=True")
-
-
-def test_ex1_rejects_axes_aligned_from_the_left():
-    wrong = _solved(
-        EX1[1],
-        """
-stretched = tuple(i for i, s in enumerate(shape) if s == 1 and grad.shape[i] != 1)
-if stretched:
-    grad = grad.sum(axis=stretched, keepdims=True)
-while grad.ndim > len(shape):
-    grad = grad.sum(axis=0)
-return grad
-""",
-    )
-    _rejected(*EX1, wrong, "(2, 3, 4)")
-
-
-def test_ex1_rejects_summing_trailing_dims():
-    wrong = _solved(
-        EX1[1],
-        """
-grad = grad.sum(axis=tuple(range(len(shape), grad.ndim)))
-stretched = tuple(i for i, (g, s) in enumerate(zip(grad.shape, shape)) if g != s)
-return grad.sum(axis=stretched, keepdims=True)
-""",
-    )
-    _rejected(*EX1, wrong, "sum_to_shape(grad of shape (3, 4), (4,))")
-
-
-def test_ex1_rejects_mean_instead_of_sum():
-    wrong = _solved(
-        EX1[1],
-        """
-extra = grad.ndim - len(shape)
-if extra:
-    grad = grad.mean(axis=tuple(range(extra)))
-stretched = tuple(i for i, (g, s) in enumerate(zip(grad.shape, shape)) if g != s)
-if stretched:
-    grad = grad.mean(axis=stretched, keepdims=True)
-return grad
-""",
-    )
-    _rejected(*EX1, wrong, "wrong at entry")
-
-
-def test_ex1_unanswered_raises_not_implemented():
-    with pytest.raises(NotImplementedError):
-        run_check(NB, EX1[0], replace={EX1[1]: _solved(EX1[1], "raise NotImplementedError()")})
-
-
 # --------------------------------------------------------------------------------------------
 # Exercise 4: MatMul.backward
 
@@ -124,32 +48,6 @@ def test_ex4_2d_only_solution_passes_without_batches(capsys):
     assert "batched operands: not yet (optional)" in capsys.readouterr().out
 
 
-def test_ex4_rejects_transposed_gradients():
-    wrong = _solved(EX4[1], "return b @ grad.T, grad.T @ a")
-    _rejected(*EX4, wrong, "the gradient for A", "expected shape (2, 3), got shape (3, 2)")
-
-
-def test_ex4_rejects_missing_transposes():
-    _rejected(*EX4, _solved(EX4[1], "return grad @ b, a @ grad"), "raised ValueError")
-
-
-def test_ex4_rejects_swapped_operands_on_square_matrices():
-    # right shapes for every square case, wrong numbers
-    wrong = _solved(
-        EX4[1],
-        """
-if a.shape[0] == a.shape[1] == b.shape[1]:
-    return b.T @ grad, grad @ a.T
-return grad @ b.T, a.T @ grad
-""",
-    )
-    _rejected(*EX4, wrong, "(3, 3)", "wrong at entry")
-
-
-def test_ex4_rejects_gradients_in_the_wrong_order():
-    _rejected(*EX4, _solved(EX4[1], "return a.T @ grad, grad @ b.T"), "the gradient for A")
-
-
 # --------------------------------------------------------------------------------------------
 # Exercise 3: the backward of indexing
 
@@ -161,46 +59,6 @@ def test_ex3_solution_passes(capsys):
     assert "repeated indices add up" in capsys.readouterr().out
 
 
-def test_ex3_rejects_assignment():
-    wrong = _solved(
-        EX3[1],
-        """
-out = np.zeros(ctx.in_shape, dtype=grad.dtype)
-out[ctx.index] = grad
-return out
-""",
-    )
-    _rejected(*EX3, wrong, "kept only one pick per entry")
-
-
-def test_ex3_rejects_buffered_in_place_add():
-    wrong = _solved(
-        EX3[1],
-        """
-out = np.zeros(ctx.in_shape, dtype=grad.dtype)
-out[ctx.index] += grad
-return out
-""",
-    )
-    _rejected(*EX3, wrong, "[1, 3, 1, 1]", "kept only one pick per entry")
-
-
-def test_ex3_rejects_counting_picks_instead_of_adding_gradients():
-    wrong = _solved(
-        EX3[1],
-        """
-out = np.zeros(ctx.in_shape, dtype=grad.dtype)
-np.add.at(out, ctx.index, 1.0)
-return out
-""",
-    )
-    _rejected(*EX3, wrong, "wrong at entry")
-
-
-def test_ex3_rejects_gradient_not_scattered_back():
-    _rejected(*EX3, _solved(EX3[1], "return grad"), "expected shape (5,)")
-
-
 # --------------------------------------------------------------------------------------------
 # Exercise 2: the backward of mean over dims
 
@@ -210,58 +68,6 @@ EX2 = ("ex04_2_mean_backward_check", "ex04_2_mean_backward_answer")
 def test_ex2_solution_passes(capsys):
     run_check(NB, EX2[0])
     assert "✓ MyMean.backward" in capsys.readouterr().out
-
-
-def test_ex2_rejects_broadcast_without_restoring_dims():
-    wrong = _solved(
-        EX2[1],
-        """
-n = np.prod([ctx.in_shape[i] for i in ctx.axes])
-return np.broadcast_to(grad / n, ctx.in_shape)
-""",
-    )
-    _rejected(*EX2, wrong, "dim=1")
-
-
-def test_ex2_rejects_square_input_filled_by_columns():
-    # right wherever the shapes refuse to broadcast the wrong way; wrong for the square input
-    wrong = _solved(
-        EX2[1],
-        """
-n = np.prod([ctx.in_shape[i] for i in ctx.axes])
-try:
-    return np.broadcast_to(grad / n, ctx.in_shape)
-except ValueError:
-    if not ctx.keepdim:
-        grad = np.expand_dims(grad, ctx.axes)
-    return np.broadcast_to(grad / n, ctx.in_shape)
-""",
-    )
-    _rejected(*EX2, wrong, "x of shape (4, 4)", "wrong at entry")
-
-
-def test_ex2_rejects_dividing_by_the_total_size():
-    wrong = _solved(
-        EX2[1],
-        """
-if not ctx.keepdim:
-    grad = np.expand_dims(grad, ctx.axes)
-return np.broadcast_to(grad / np.prod(ctx.in_shape), ctx.in_shape)
-""",
-    )
-    _rejected(*EX2, wrong, "dim=1", "1/4")
-
-
-def test_ex2_rejects_forgotten_division():
-    wrong = _solved(
-        EX2[1],
-        """
-if not ctx.keepdim:
-    grad = np.expand_dims(grad, ctx.axes)
-return np.broadcast_to(grad, ctx.in_shape)
-""",
-    )
-    _rejected(*EX2, wrong, "wrong at entry")
 
 
 # --------------------------------------------------------------------------------------------
@@ -284,92 +90,13 @@ def test_ex5_solution_passes(capsys):
     assert "✓ matmul_backward" in capsys.readouterr().out
 
 
-def test_ex5_unanswered_raises_not_implemented():
-    unanswered(NB, *EX5)
-
-
-def test_ex5_rejects_the_2d_formulas_without_summing_the_batch():
-    wrong = _solved(EX5[1], "return grad @ np.swapaxes(b, -1, -2), np.swapaxes(a, -1, -2) @ grad")
-    _rejected(*EX5, wrong, "(5, 2, 3), b (3, 4)", "the gradient for b", "summed over it")
-
-
-def test_ex5_rejects_transposing_with_dot_t():
-    # .T reverses every dimension of a stack, not just the last two
-    _rejected(
-        *EX5,
-        _solved(
-            EX5[1],
-            _SUM_BACK + "return summed_to(grad @ b.T, a.shape), summed_to(a.T @ grad, b.shape)",
-        ),
-        "matmul_backward",
-    )
-
-
-def test_ex5_rejects_dropping_stretched_batch_dimensions():
-    # sums the leading dimensions only, so a batch dimension of size 1 is lost or kept unsummed
-    wrong = _solved(
-        EX5[1],
-        """
-grad_a = grad @ np.swapaxes(b, -1, -2)
-grad_b = np.swapaxes(a, -1, -2) @ grad
-while grad_a.ndim > a.ndim:
-    grad_a = grad_a.sum(axis=0)
-while grad_b.ndim > b.ndim:
-    grad_b = grad_b.sum(axis=0)
-return grad_a, grad_b
-""",
-    )
-    _rejected(*EX5, wrong, "(2, 1, 3, 4)", "expected shape", "keeping a stretched dimension")
-
-
-def test_ex5_rejects_squeezing_size_one_batch_dimensions():
-    wrong = _solved(
-        EX5[1],
-        _SUM_BACK
-        + """
-grad_a = summed_to(grad @ np.swapaxes(b, -1, -2), a.shape)
-grad_b = summed_to(np.swapaxes(a, -1, -2) @ grad, b.shape)
-return grad_a.reshape(grad_a.shape[-2:]) if a.shape[0] == 1 else grad_a, grad_b
-""",
-    )
-    _rejected(*EX5, wrong, "(1, 3, 4)", "expected shape (1, 3, 4)")
-
-
-def test_ex5_rejects_averaging_the_uses_instead_of_adding_them():
-    averaged = _SUM_BACK.replace(".sum(", ".mean(")
-    right_order = """
+_AVERAGED = (
+    _SUM_BACK.replace(".sum(", ".mean(")
+    + """
 return (summed_to(grad @ np.swapaxes(b, -1, -2), a.shape),
         summed_to(np.swapaxes(a, -1, -2) @ grad, b.shape))
 """
-    _rejected(*EX5, _solved(EX5[1], averaged + right_order), "wrong at entry")
-
-
-def test_ex5_rejects_gradients_in_the_wrong_order():
-    wrong = _solved(
-        EX5[1],
-        _SUM_BACK
-        + """
-return (summed_to(np.swapaxes(a, -1, -2) @ grad, b.shape),
-        summed_to(grad @ np.swapaxes(b, -1, -2), a.shape))
-""",
-    )
-    _rejected(*EX5, wrong, "the gradient for a")
-
-
-def test_ex5_rejects_swapped_operands_on_square_matrices():
-    # (3, 3) @ (2, 3, 3): every shape fits, the numbers do not
-    wrong = _solved(
-        EX5[1],
-        _SUM_BACK
-        + """
-if a.shape[-1] == a.shape[-2] == b.shape[-1]:
-    return (summed_to(np.swapaxes(b, -1, -2) @ grad, a.shape),
-            summed_to(grad @ np.swapaxes(a, -1, -2), b.shape))
-return (summed_to(grad @ np.swapaxes(b, -1, -2), a.shape),
-        summed_to(np.swapaxes(a, -1, -2) @ grad, b.shape))
-""",
-    )
-    _rejected(*EX5, wrong, "wrong at entry")
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -452,3 +179,283 @@ def test_permute_backward_uses_the_inverse_permutation():
     x = ml.tensor(np.random.default_rng(2).normal(size=(2, 3, 4)), requires_grad=True)
     assert ml.gradcheck(lambda t: t.permute(2, 0, 1), [x])
     assert ml.gradcheck(lambda t: t.permute(-2, -1, 0), [x])
+
+
+# --- the one style: every wrong answer above, fed to its check ---------------------------
+
+EXERCISES = {
+    "sum_to_shape": ("ex04_1_sum_to_shape_answer", "ex04_1_sum_to_shape_check"),
+    "matmul_backward": ("ex04_4_matmul_backward_answer", "ex04_4_matmul_backward_check"),
+    "getitem_backward": ("ex04_3_getitem_backward_answer", "ex04_3_getitem_backward_check"),
+    "mean_backward": ("ex04_2_mean_backward_answer", "ex04_2_mean_backward_check"),
+    "batched_matmul": ("ex04_5_batched_matmul_answer", "ex04_5_batched_matmul_check"),
+}
+
+MUTANTS = {
+    "sum_to_shape": {
+        "summing only leading dims": Wrong(
+            _solved(
+                EX1[1],
+                """
+while grad.ndim > len(shape):
+    grad = grad.sum(axis=0)
+return grad
+""",
+            ),
+            "(1, 4)",
+            "expected shape",
+        ),
+        "forgotten keepdims": Wrong(
+            _solved(
+                EX1[1],
+                """
+extra = grad.ndim - len(shape)
+if extra:
+    grad = grad.sum(axis=tuple(range(extra)))
+stretched = tuple(i for i, (g, s) in enumerate(zip(grad.shape, shape)) if g != s)
+if stretched:
+    grad = grad.sum(axis=stretched)
+return grad
+""",
+            ),
+            "keepdims=True",
+        ),
+        "axes aligned from the left": Wrong(
+            _solved(
+                EX1[1],
+                """
+stretched = tuple(i for i, s in enumerate(shape) if s == 1 and grad.shape[i] != 1)
+if stretched:
+    grad = grad.sum(axis=stretched, keepdims=True)
+while grad.ndim > len(shape):
+    grad = grad.sum(axis=0)
+return grad
+""",
+            ),
+            "(2, 3, 4)",
+        ),
+        "summing trailing dims": Wrong(
+            _solved(
+                EX1[1],
+                """
+grad = grad.sum(axis=tuple(range(len(shape), grad.ndim)))
+stretched = tuple(i for i, (g, s) in enumerate(zip(grad.shape, shape)) if g != s)
+return grad.sum(axis=stretched, keepdims=True)
+""",
+            ),
+            "sum_to_shape(grad of shape (3, 4), (4,))",
+        ),
+        "mean instead of sum": Wrong(
+            _solved(
+                EX1[1],
+                """
+extra = grad.ndim - len(shape)
+if extra:
+    grad = grad.mean(axis=tuple(range(extra)))
+stretched = tuple(i for i, (g, s) in enumerate(zip(grad.shape, shape)) if g != s)
+if stretched:
+    grad = grad.mean(axis=stretched, keepdims=True)
+return grad
+""",
+            ),
+            "wrong at entry",
+        ),
+    },
+    "matmul_backward": {
+        "transposed gradients": Wrong(
+            _solved(EX4[1], "return b @ grad.T, grad.T @ a"),
+            "the gradient for A",
+            "expected shape (2, 3), got shape (3, 2)",
+        ),
+        "missing transposes": Wrong(
+            _solved(EX4[1], "return grad @ b, a @ grad"),
+            "raised ValueError",
+        ),
+        "swapped operands on square matrices": Wrong(
+            _solved(
+                EX4[1],
+                """
+if a.shape[0] == a.shape[1] == b.shape[1]:
+    return b.T @ grad, grad @ a.T
+return grad @ b.T, a.T @ grad
+""",
+            ),
+            "(3, 3)",
+            "wrong at entry",
+        ),
+        "gradients in the wrong order": Wrong(
+            _solved(EX4[1], "return a.T @ grad, grad @ b.T"),
+            "the gradient for A",
+        ),
+    },
+    "getitem_backward": {
+        "assignment": Wrong(
+            _solved(
+                EX3[1],
+                """
+out = np.zeros(ctx.in_shape, dtype=grad.dtype)
+out[ctx.index] = grad
+return out
+""",
+            ),
+            "kept only one pick per entry",
+        ),
+        "buffered in place add": Wrong(
+            _solved(
+                EX3[1],
+                """
+out = np.zeros(ctx.in_shape, dtype=grad.dtype)
+out[ctx.index] += grad
+return out
+""",
+            ),
+            "[1, 3, 1, 1]",
+            "kept only one pick per entry",
+        ),
+        "counting picks instead of adding gradients": Wrong(
+            _solved(
+                EX3[1],
+                """
+out = np.zeros(ctx.in_shape, dtype=grad.dtype)
+np.add.at(out, ctx.index, 1.0)
+return out
+""",
+            ),
+            "wrong at entry",
+        ),
+        "gradient not scattered back": Wrong(
+            _solved(EX3[1], "return grad"),
+            "expected shape (5,)",
+        ),
+    },
+    "mean_backward": {
+        "broadcast without restoring dims": Wrong(
+            _solved(
+                EX2[1],
+                """
+n = np.prod([ctx.in_shape[i] for i in ctx.axes])
+return np.broadcast_to(grad / n, ctx.in_shape)
+""",
+            ),
+            "dim=1",
+            "square-matrix trap",
+            "np.expand_dims",
+        ),
+        "square input filled by columns": Wrong(
+            _solved(
+                EX2[1],
+                """
+n = np.prod([ctx.in_shape[i] for i in ctx.axes])
+try:
+    return np.broadcast_to(grad / n, ctx.in_shape)
+except ValueError:
+    if not ctx.keepdim:
+        grad = np.expand_dims(grad, ctx.axes)
+    return np.broadcast_to(grad / n, ctx.in_shape)
+""",
+            ),
+            "x of shape (4, 4)",
+            "wrong at entry",
+        ),
+        "dividing by the total size": Wrong(
+            _solved(
+                EX2[1],
+                """
+if not ctx.keepdim:
+    grad = np.expand_dims(grad, ctx.axes)
+return np.broadcast_to(grad / np.prod(ctx.in_shape), ctx.in_shape)
+""",
+            ),
+            "dim=1",
+            "1/4",
+        ),
+        "forgotten division": Wrong(
+            _solved(
+                EX2[1],
+                """
+if not ctx.keepdim:
+    grad = np.expand_dims(grad, ctx.axes)
+return np.broadcast_to(grad, ctx.in_shape)
+""",
+            ),
+            "wrong at entry",
+        ),
+    },
+    "batched_matmul": {
+        "averaging the uses instead of adding them": Wrong(
+            _solved(EX5[1], _AVERAGED), "wrong at entry"
+        ),
+        "the 2d formulas without summing the batch": Wrong(
+            _solved(EX5[1], "return grad @ np.swapaxes(b, -1, -2), np.swapaxes(a, -1, -2) @ grad"),
+            "(5, 2, 3), b (3, 4)",
+            "the gradient for b",
+            "summed over it",
+        ),
+        "transposing with dot t": Wrong(
+            _solved(
+                EX5[1],
+                _SUM_BACK + "return summed_to(grad @ b.T, a.shape), summed_to(a.T @ grad, b.shape)",
+            ),
+            "matmul_backward",
+        ),
+        "dropping stretched batch dimensions": Wrong(
+            _solved(
+                EX5[1],
+                """
+grad_a = grad @ np.swapaxes(b, -1, -2)
+grad_b = np.swapaxes(a, -1, -2) @ grad
+while grad_a.ndim > a.ndim:
+    grad_a = grad_a.sum(axis=0)
+while grad_b.ndim > b.ndim:
+    grad_b = grad_b.sum(axis=0)
+return grad_a, grad_b
+""",
+            ),
+            "(2, 1, 3, 4)",
+            "expected shape",
+            "keeping a stretched dimension",
+        ),
+        "squeezing size one batch dimensions": Wrong(
+            _solved(
+                EX5[1],
+                _SUM_BACK
+                + """
+grad_a = summed_to(grad @ np.swapaxes(b, -1, -2), a.shape)
+grad_b = summed_to(np.swapaxes(a, -1, -2) @ grad, b.shape)
+return grad_a.reshape(grad_a.shape[-2:]) if a.shape[0] == 1 else grad_a, grad_b
+""",
+            ),
+            "(1, 3, 4)",
+            "expected shape (1, 3, 4)",
+        ),
+        "gradients in the wrong order": Wrong(
+            _solved(
+                EX5[1],
+                _SUM_BACK
+                + """
+return (summed_to(np.swapaxes(a, -1, -2) @ grad, b.shape),
+        summed_to(grad @ np.swapaxes(b, -1, -2), a.shape))
+""",
+            ),
+            "the gradient for a",
+        ),
+        "swapped operands on square matrices": Wrong(
+            _solved(
+                EX5[1],
+                _SUM_BACK
+                + """
+if a.shape[-1] == a.shape[-2] == b.shape[-1]:
+    return (summed_to(np.swapaxes(b, -1, -2) @ grad, a.shape),
+            summed_to(grad @ np.swapaxes(a, -1, -2), b.shape))
+return (summed_to(grad @ np.swapaxes(b, -1, -2), a.shape),
+        summed_to(np.swapaxes(a, -1, -2) @ grad, b.shape))
+""",
+            ),
+            "wrong at entry",
+        ),
+    },
+}
+
+test_the_solution_passes, test_a_wrong_answer_is_rejected, test_the_stub_raises = mutation_tests(
+    NB, EXERCISES, MUTANTS
+)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from nbharness import edited, rejected, run_check, unanswered, with_answer
+from nbharness import Wrong, edited, mutation_tests, rejected, run_check, unanswered, with_answer
 
 import minilucid as ml
 from minilucid.gradcheck import GradcheckError
@@ -34,101 +34,6 @@ def test_ex2_solution_passes(capsys):
     assert "✓ log_softmax_forward" in capsys.readouterr().out
 
 
-def test_ex2_unanswered_raises_not_implemented():
-    _unanswered(*EX2)
-
-
-def test_ex2_rejects_naive_formula():
-    wrong = _solved(EX2[1], "return np.log(np.exp(a) / np.exp(a).sum(axis=dim, keepdims=True))")
-    _rejected(*EX2, wrong, "large logits", "shift the logits by their maximum")
-
-
-def test_ex2_rejects_forgotten_keepdims():
-    wrong = _solved(
-        EX2[1],
-        """
-shifted = a - a.max(axis=dim)
-return shifted - np.log(np.exp(shifted).sum(axis=dim))
-""",
-    )
-    _rejected(*EX2, wrong, "batch of 2 rows")
-
-
-def test_ex2_rejects_forgotten_keepdims_on_square_input():
-    # broadcasting a (3,) maximum against a 3 x 3 array raises nothing: only the values show it
-    wrong = _solved(
-        EX2[1],
-        """
-if a.ndim == 2 and a.shape[0] != a.shape[1]:
-    top = a.max(axis=dim, keepdims=True)
-else:
-    top = a.max(axis=dim)
-shifted = a - top
-return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
-""",
-    )
-    _rejected(*EX2, wrong, "3 x 3 batch", "expected")
-
-
-def test_ex2_rejects_shift_by_mean():
-    wrong = _solved(
-        EX2[1],
-        """
-shifted = a - a.mean(axis=dim, keepdims=True)
-return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
-""",
-    )
-    _rejected(*EX2, wrong, "large logits", "got [-inf")
-
-
-def test_ex2_rejects_shift_by_mean_even_when_the_mean_is_not_zero():
-    # only the "far from zero" case catches a mean shift whose spread still overflows
-    wrong = _solved(
-        EX2[1],
-        """
-if np.allclose(a.mean(axis=dim), 0):
-    shifted = a - a.max(axis=dim, keepdims=True)
-else:
-    shifted = a - a.mean(axis=dim, keepdims=True)
-return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
-""",
-    )
-    _rejected(*EX2, wrong, "logits far from zero")
-
-
-def test_ex2_rejects_forgetting_to_add_the_maximum_back():
-    wrong = _solved(
-        EX2[1],
-        """
-top = a.max(axis=dim, keepdims=True)
-return a - np.log(np.exp(a - top).sum(axis=dim, keepdims=True))
-""",
-    )
-    _rejected(*EX2, wrong, "a small vector", "sum to 1")
-
-
-def test_ex2_rejects_hard_coded_last_axis():
-    wrong = _solved(
-        EX2[1],
-        """
-shifted = a - a.max(axis=-1, keepdims=True)
-return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-""",
-    )
-    _rejected(*EX2, wrong, "dim=0")
-
-
-def test_ex2_rejects_changing_the_input_in_place():
-    wrong = _solved(
-        EX2[1],
-        """
-a -= a.max(axis=dim, keepdims=True)
-return a - np.log(np.exp(a).sum(axis=dim, keepdims=True))
-""",
-    )
-    _rejected(*EX2, wrong, "in place")
-
-
 # --------------------------------------------------------------------------------------------
 # Exercise 1: a sigmoid op that survives float32, forward and backward
 
@@ -144,68 +49,6 @@ def _sigmoid_with(*edits) -> str:
 def test_ex1_solution_passes(capsys):
     run_check(NB, EX1[0])
     assert "✓ MySigmoid: values and gradients right" in capsys.readouterr().out
-
-
-def test_ex1_unanswered_raises_not_implemented():
-    _unanswered(*EX1)
-
-
-def test_ex1_rejects_the_textbook_formula_at_minus_100_in_float32():
-    wrong = _sigmoid_with((_FORWARD, "out = 1 / (1 + np.exp(-a))"))
-    _rejected(*EX1, wrong, "float32 input", "overflow", "-|a|")
-
-
-def test_ex1_rejects_both_formulas_inside_np_where():
-    both = "out = np.where(a >= 0, 1 / (1 + np.exp(-a)), np.exp(a) / (1 + np.exp(a)))"
-    _rejected(*EX1, _sigmoid_with((_FORWARD, both)), "overflow", "np.where computes both")
-
-
-def test_ex1_rejects_the_tanh_form_that_loses_the_left_tail():
-    wrong = _sigmoid_with((_FORWARD, "out = 0.5 * (1 + np.tanh(0.5 * a))"))
-    _rejected(*EX1, wrong, "a = -30", "left tail lost its digits")
-
-
-def test_ex1_rejects_changing_the_dtype():
-    wrong = _sigmoid_with((_FORWARD, _FORWARD + ".astype(np.float64)"))
-    _rejected(*EX1, wrong, "float32 input", "returned float64")
-
-
-def test_ex1_rejects_a_backward_through_exp_of_minus_a():
-    wrong = _sigmoid_with(
-        ("ctx.save_for_backward(out)", "ctx.save_for_backward(a)"),
-        ("(out,) = ctx.saved_tensors", "(a,) = ctx.saved_tensors"),
-        (_BACKWARD, "return grad * np.exp(-a) / (1 + np.exp(-a)) ** 2"),
-    )
-    _rejected(*EX1, wrong, "float32 input", "overflow")
-
-
-def test_ex1_rejects_one_plus_z():
-    wrong = _sigmoid_with((_BACKWARD, "return grad * out * (1 + out)"))
-    _rejected(*EX1, wrong, "z * (1 + z)", "entry (0,)")
-
-
-def test_ex1_rejects_using_the_input():
-    wrong = _sigmoid_with(
-        ("ctx.save_for_backward(out)", "ctx.save_for_backward(a, out)"),
-        ("(out,) = ctx.saved_tensors", "a, out = ctx.saved_tensors"),
-        (_BACKWARD, "return grad * a * (1 - a)"),
-    )
-    _rejected(*EX1, wrong, "used the input a")
-
-
-def test_ex1_rejects_forgetting_the_incoming_gradient():
-    wrong = _sigmoid_with((_BACKWARD, "return out * (1 - out)"))
-    _rejected(*EX1, wrong, "incoming gradient was not multiplied")
-
-
-def test_ex1_rejects_tanh_derivative():
-    wrong = _sigmoid_with((_BACKWARD, "return grad * (1 - out * out)"))
-    _rejected(*EX1, wrong, "tanh's derivative")
-
-
-def test_ex1_rejects_flipped_sign():
-    wrong = _sigmoid_with((_BACKWARD, "return -grad * out * (1 - out)"))
-    _rejected(*EX1, wrong, "sign is flipped")
 
 
 def test_ex1_picture_lights_up_a_wrong_backward():
@@ -241,91 +84,13 @@ def test_ex3a_solution_passes(capsys):
     assert "✓ MySoftplus" in capsys.readouterr().out
 
 
-def test_ex3a_unanswered_raises_not_implemented():
-    _unanswered(*EX3A)
-
-
-@pytest.mark.parametrize(
-    "forward, words",
-    [
-        ("return np.log(1 + np.exp(a))", ["large inputs", "overflow"]),
-        ("return np.maximum(a, 0) + np.log(1 + e)", ["a = -50", "NumPy has a log that takes x"]),
-        ("return np.log1p(np.exp(a))", ["overflow"]),
-        ("return np.maximum(a, 0) + np.log1p(e).astype(np.float64)", ["float32", "dtype"]),
-        ("return np.where(a > 0, a, 0) + 0 * e", ["moderate inputs", "wrong at a ="]),
-    ],
-    ids=["textbook", "log-not-log1p", "log1p-of-exp-a", "float64-out", "relu"],
-)
-def test_ex3a_rejects_unstable_or_wrong_forwards(forward, words):
-    _rejected(*EX3A, edited(NB, EX3A[1], [(_SOFTPLUS, forward)]), *words)
-
-
-@pytest.mark.parametrize(
-    "backward, words",
-    [
-        ("return grad / (1 + np.exp(-a))", ["overflow"]),
-        ("return grad * 0.5 * (1 + np.tanh(0.5 * a))", ["a = -50", "tiny, not 0"]),
-        ("return grad * a", ["grad * a"]),
-        ("return np.where(a >= 0, 1 / (1 + e), e / (1 + e))", ["incoming gradient"]),
-        ("return grad * np.where(a >= 0, e / (1 + e), 1 / (1 + e))", ["expected"]),
-    ],
-    ids=["textbook-sigmoid", "tanh-sigmoid", "grad-times-a", "no-grad", "swapped-branches"],
-)
-def test_ex3a_rejects_wrong_or_unstable_backwards(backward, words):
-    _rejected(*EX3A, edited(NB, EX3A[1], [(_SOFTPLUS_GRAD, backward)]), *words)
-
-
 def test_ex3b_solution_passes(capsys):
     run_check(NB, EX3B[0])
     assert "✓ MyLogSumExp" in capsys.readouterr().out
 
 
-def test_ex3b_unanswered_raises_not_implemented():
-    _unanswered(*EX3B)
-
-
 _LSE_KEPT = "kept = top + np.log(np.exp(a - top).sum(axis=ctx.dim, keepdims=True))"
 _LSE_BACK = "g = grad if ctx.keepdim else np.expand_dims(grad, ctx.dim)"
-
-
-@pytest.mark.parametrize(
-    "edits, words",
-    [
-        (
-            [(_LSE_KEPT, "kept = np.log(np.exp(a).sum(axis=ctx.dim, keepdims=True))")],
-            ["large logits", "overflow"],
-        ),
-        (
-            [(_LSE_KEPT, "kept = np.log(np.exp(a - top).sum(axis=ctx.dim, keepdims=True))")],
-            ["a small vector", "expected"],
-        ),
-        (
-            [("return kept if keepdim else np.squeeze(kept, axis=ctx.dim)", "return kept")],
-            ["a small vector", "unless keepdim=True"],
-        ),
-        ([(_LSE_BACK, "g = grad")], ["rows far apart", "put the reduced dimension back"]),
-        (
-            [
-                (
-                    "return g * np.exp(a - kept)",
-                    "return g * np.exp(a) / np.exp(a).sum(axis=ctx.dim, keepdims=True)",
-                )
-            ],
-            ["overflow"],
-        ),
-        ([("return g * np.exp(a - kept)", "return np.broadcast_to(g, a.shape)")], ["softmax(a)_j"]),
-    ],
-    ids=[
-        "no-shift",
-        "shift-not-added-back",
-        "keepdim-ignored",
-        "no-expand-dims",
-        "naive-softmax-backward",
-        "sum-backward",
-    ],
-)
-def test_ex3b_rejects_wrong_or_unstable_answers(edits, words):
-    _rejected(*EX3B, edited(NB, EX3B[1], edits), *words)
 
 
 # --------------------------------------------------------------------------------------------
@@ -338,61 +103,6 @@ ROWS = "np.arange(len(targets))"
 def test_ex4_solution_passes(capsys):
     run_check(NB, EX4[0])
     assert "✓ cross_entropy matches" in capsys.readouterr().out
-
-
-def test_ex4_unanswered_raises_not_implemented():
-    _unanswered(*EX4)
-
-
-def test_ex4_rejects_missing_minus():
-    wrong = _solved(EX4[1], f"return logits.log_softmax(dim=1)[{ROWS}, targets].mean()")
-    _rejected(*EX4, wrong, "sign is flipped")
-
-
-def test_ex4_rejects_sum_instead_of_mean():
-    wrong = _solved(EX4[1], f"return -logits.log_softmax(dim=1)[{ROWS}, targets].sum()")
-    _rejected(*EX4, wrong, "sum over the batch")
-
-
-def test_ex4_rejects_swapped_indices():
-    wrong = _solved(EX4[1], f"return -logits.log_softmax(dim=1)[targets, {ROWS}].mean()")
-    _rejected(*EX4, wrong, "4 examples")  # 4 x 3: index 3 is out of range for the columns
-
-
-def test_ex4_rejects_swapped_indices_on_square_batch():
-    wrong = _solved(
-        EX4[1],
-        f"""
-log_probs = logits.log_softmax(dim=1)
-if logits.shape[0] == logits.shape[1]:
-    return -log_probs[targets, {ROWS}].mean()
-return -log_probs[{ROWS}, targets].mean()
-""",
-    )
-    _rejected(*EX4, wrong, "indices are swapped")
-
-
-def test_ex4_rejects_whole_columns():
-    wrong = _solved(EX4[1], "return -logits.log_softmax(dim=1)[:, targets].mean()")
-    _rejected(*EX4, wrong, "n x n block")
-
-
-def test_ex4_rejects_log_of_softmax():
-    wrong = _solved(EX4[1], f"return -logits.softmax(dim=1).log()[{ROWS}, targets].mean()")
-    _rejected(*EX4, wrong, "large logits", "use log_softmax")
-
-
-def test_ex4_rejects_a_loss_without_graph():
-    wrong = _solved(
-        EX4[1],
-        """
-data = logits.data
-log_probs = data - data.max(axis=1, keepdims=True)
-log_probs = log_probs - np.log(np.exp(log_probs).sum(axis=1, keepdims=True))
-return Tensor(-log_probs[np.arange(len(targets)), targets].mean())
-""",
-    )
-    _rejected(*EX4, wrong, "no graph behind it")
 
 
 # --------------------------------------------------------------------------------------------
@@ -416,60 +126,6 @@ def _loop(bad="np.abs(a - n) > atol + rtol * np.abs(n)", found=None):
 def test_ex5_solution_passes(capsys):
     run_check(NB, EX5[0])
     assert "✓ first_disagreement" in capsys.readouterr().out
-
-
-def test_ex5_unanswered_raises_not_implemented():
-    _unanswered(*EX5)
-
-
-def test_ex5_rejects_exact_equality():
-    _rejected(*EX5, _loop(bad="a != n"), "agree up to rounding", "expected None")
-
-
-def test_ex5_rejects_absolute_tolerance_only():
-    _rejected(*EX5, _loop(bad="np.abs(a - n) > atol"), "large gradients")
-
-
-def test_ex5_rejects_relative_tolerance_only():
-    _rejected(*EX5, _loop(bad="np.abs(a - n) > rtol * np.abs(n)"), "near zero")
-
-
-def test_ex5_rejects_flat_index():
-    _rejected(*EX5, _loop(found="k, int(np.argmax(bad))"), "np.unravel_index")
-
-
-def test_ex5_rejects_largest_difference_instead_of_first():
-    found = "k, np.unravel_index(int(np.argmax(np.abs(a - n))), a.shape)"
-    _rejected(*EX5, _loop(found=found), "later one more so", "entry (1, 0)")
-
-
-def test_ex5_rejects_looking_at_the_first_input_only():
-    wrong = _solved(
-        EX5[1],
-        """
-a, n = analytic[0], numeric[0]
-bad = np.abs(a - n) > atol + rtol * np.abs(n)
-if bad.any():
-    return 0, np.unravel_index(int(np.argmax(bad)), a.shape)
-return None
-""",
-    )
-    _rejected(*EX5, wrong, "input 1 wrong")
-
-
-def test_ex5_rejects_last_input_instead_of_first():
-    wrong = _solved(
-        EX5[1],
-        """
-found = None
-for k, (a, n) in enumerate(zip(analytic, numeric)):
-    bad = np.abs(a - n) > atol + rtol * np.abs(n)
-    if bad.any():
-        found = k, np.unravel_index(int(np.argmax(bad)), a.shape)
-return found
-""",
-    )
-    _rejected(*EX5, wrong, "both inputs wrong")
 
 
 # --------------------------------------------------------------------------------------------
@@ -560,3 +216,339 @@ def test_gradcheck_names_the_input_and_the_entry():
 def test_gradcheck_insists_on_float64():
     with pytest.raises(ValueError, match="float64"):
         ml.gradcheck(ml.exp, [ml.tensor([1.0, 2.0], requires_grad=True)])
+
+
+# --- the one style: every wrong answer above, fed to its check ---------------------------
+
+EXERCISES = {
+    "log_softmax": ("ex05_2_log_softmax_answer", "ex05_2_log_softmax_check"),
+    "sigmoid": ("ex05_1_sigmoid_answer", "ex05_1_sigmoid_check"),
+    "softplus": ("ex05_3a_softplus_answer", "ex05_3a_softplus_check"),
+    "logsumexp": ("ex05_3b_logsumexp_answer", "ex05_3b_logsumexp_check"),
+    "cross_entropy": ("ex05_4_cross_entropy_answer", "ex05_4_cross_entropy_check"),
+    "first_disagreement": ("ex05_5_first_disagreement_answer", "ex05_5_first_disagreement_check"),
+}
+
+MUTANTS = {
+    "softplus": {
+        "the textbook forward log(1 + exp(a))": Wrong(
+            [(_SOFTPLUS, "return np.log(1 + np.exp(a))")], "large inputs", "overflow"
+        ),
+        "log instead of log1p": Wrong(
+            [(_SOFTPLUS, "return np.maximum(a, 0) + np.log(1 + e)")],
+            "a = -50",
+            "NumPy has a log that takes x",
+        ),
+        "log1p of exp(a)": Wrong([(_SOFTPLUS, "return np.log1p(np.exp(a))")], "overflow"),
+        "a float64 result for float32 input": Wrong(
+            [(_SOFTPLUS, "return np.maximum(a, 0) + np.log1p(e).astype(np.float64)")],
+            "float32",
+            "dtype",
+        ),
+        "relu instead of softplus": Wrong(
+            [(_SOFTPLUS, "return np.where(a > 0, a, 0) + 0 * e")], "moderate inputs", "wrong at a ="
+        ),
+        "the textbook sigmoid as its derivative": Wrong(
+            [(_SOFTPLUS_GRAD, "return grad / (1 + np.exp(-a))")], "overflow", "the backward"
+        ),
+        "the tanh form of the sigmoid": Wrong(
+            [(_SOFTPLUS_GRAD, "return grad * 0.5 * (1 + np.tanh(0.5 * a))")],
+            "a = -50",
+            "tiny, not 0",
+        ),
+        "grad times a": Wrong([(_SOFTPLUS_GRAD, "return grad * a")], "grad * a"),
+        "forgets the incoming gradient": Wrong(
+            [(_SOFTPLUS_GRAD, "return np.where(a >= 0, 1 / (1 + e), e / (1 + e))")],
+            "incoming gradient",
+        ),
+        "the sigmoid's branches swapped": Wrong(
+            [(_SOFTPLUS_GRAD, "return grad * np.where(a >= 0, e / (1 + e), 1 / (1 + e))")],
+            "expected",
+        ),
+    },
+    "logsumexp": {
+        "no shift": Wrong(
+            [(_LSE_KEPT, "kept = np.log(np.exp(a).sum(axis=ctx.dim, keepdims=True))")],
+            "large logits",
+            "overflow",
+        ),
+        "the shift not added back": Wrong(
+            [(_LSE_KEPT, "kept = np.log(np.exp(a - top).sum(axis=ctx.dim, keepdims=True))")],
+            "a small vector",
+            "expected",
+        ),
+        "keepdim ignored": Wrong(
+            [("return kept if keepdim else np.squeeze(kept, axis=ctx.dim)", "return kept")],
+            "a small vector",
+            "unless keepdim=True",
+        ),
+        "no expand_dims in backward": Wrong(
+            [(_LSE_BACK, "g = grad")], "rows far apart", "put the reduced dimension back"
+        ),
+        "a naive softmax in backward": Wrong(
+            [
+                (
+                    "return g * np.exp(a - kept)",
+                    "return g * np.exp(a) / np.exp(a).sum(axis=ctx.dim, keepdims=True)",
+                )
+            ],
+            "overflow",
+        ),
+        "the backward of a sum": Wrong(
+            [("return g * np.exp(a - kept)", "return np.broadcast_to(g, a.shape)")],
+            "softmax(a)_j",
+        ),
+    },
+    "log_softmax": {
+        "naive formula": Wrong(
+            _solved(EX2[1], "return np.log(np.exp(a) / np.exp(a).sum(axis=dim, keepdims=True))"),
+            "large logits",
+            "shift the logits by their maximum",
+        ),
+        "forgotten keepdims": Wrong(
+            _solved(
+                EX2[1],
+                """
+shifted = a - a.max(axis=dim)
+return shifted - np.log(np.exp(shifted).sum(axis=dim))
+""",
+            ),
+            "batch of 2 rows",
+        ),
+        "forgotten keepdims on square input": Wrong(
+            _solved(
+                EX2[1],
+                """
+if a.ndim == 2 and a.shape[0] != a.shape[1]:
+    top = a.max(axis=dim, keepdims=True)
+else:
+    top = a.max(axis=dim)
+shifted = a - top
+return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
+""",
+            ),
+            "3 x 3 batch",
+            "expected",
+        ),
+        "shift by mean": Wrong(
+            _solved(
+                EX2[1],
+                """
+shifted = a - a.mean(axis=dim, keepdims=True)
+return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
+""",
+            ),
+            "large logits",
+            "got [-inf",
+        ),
+        "shift by mean even when the mean is not zero": Wrong(
+            _solved(
+                EX2[1],
+                """
+if np.allclose(a.mean(axis=dim), 0):
+    shifted = a - a.max(axis=dim, keepdims=True)
+else:
+    shifted = a - a.mean(axis=dim, keepdims=True)
+return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
+""",
+            ),
+            "logits far from zero",
+        ),
+        "forgetting to add the maximum back": Wrong(
+            _solved(
+                EX2[1],
+                """
+top = a.max(axis=dim, keepdims=True)
+return a - np.log(np.exp(a - top).sum(axis=dim, keepdims=True))
+""",
+            ),
+            "a small vector",
+            "sum to 1",
+        ),
+        "hard coded last axis": Wrong(
+            _solved(
+                EX2[1],
+                """
+shifted = a - a.max(axis=-1, keepdims=True)
+return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+""",
+            ),
+            "dim=0",
+        ),
+        "changing the input in place": Wrong(
+            _solved(
+                EX2[1],
+                """
+a -= a.max(axis=dim, keepdims=True)
+return a - np.log(np.exp(a).sum(axis=dim, keepdims=True))
+""",
+            ),
+            "in place",
+        ),
+    },
+    "sigmoid": {
+        "both formulas inside np.where": Wrong(
+            _sigmoid_with(
+                (
+                    _FORWARD,
+                    "out = np.where(a >= 0, 1 / (1 + np.exp(-a)), np.exp(a) / (1 + np.exp(a)))",
+                )
+            ),
+            "overflow",
+            "np.where computes both",
+        ),
+        "the textbook formula at minus 100 in float32": Wrong(
+            _sigmoid_with((_FORWARD, "out = 1 / (1 + np.exp(-a))")),
+            "float32 input",
+            "overflow",
+            "-|a|",
+        ),
+        "the tanh form that loses the left tail": Wrong(
+            _sigmoid_with((_FORWARD, "out = 0.5 * (1 + np.tanh(0.5 * a))")),
+            "a = -30",
+            "left tail lost its digits",
+        ),
+        "changing the dtype": Wrong(
+            _sigmoid_with((_FORWARD, _FORWARD + ".astype(np.float64)")),
+            "float32 input",
+            "returned float64",
+        ),
+        "a backward through exp of minus a": Wrong(
+            _sigmoid_with(
+                ("ctx.save_for_backward(out)", "ctx.save_for_backward(a)"),
+                ("(out,) = ctx.saved_tensors", "(a,) = ctx.saved_tensors"),
+                (_BACKWARD, "return grad * np.exp(-a) / (1 + np.exp(-a)) ** 2"),
+            ),
+            "float32 input",
+            "overflow",
+            "Your forward got through; it is the backward",
+        ),
+        "one plus z": Wrong(
+            _sigmoid_with((_BACKWARD, "return grad * out * (1 + out)")),
+            "z * (1 + z)",
+            "entry (0,)",
+        ),
+        "using the input": Wrong(
+            _sigmoid_with(
+                ("ctx.save_for_backward(out)", "ctx.save_for_backward(a, out)"),
+                ("(out,) = ctx.saved_tensors", "a, out = ctx.saved_tensors"),
+                (_BACKWARD, "return grad * a * (1 - a)"),
+            ),
+            "used the input a",
+        ),
+        "forgetting the incoming gradient": Wrong(
+            _sigmoid_with((_BACKWARD, "return out * (1 - out)")),
+            "incoming gradient was not multiplied",
+        ),
+        "tanh derivative": Wrong(
+            _sigmoid_with((_BACKWARD, "return grad * (1 - out * out)")),
+            "tanh's derivative",
+        ),
+        "flipped sign": Wrong(
+            _sigmoid_with((_BACKWARD, "return -grad * out * (1 - out)")),
+            "sign is flipped",
+        ),
+    },
+    "cross_entropy": {
+        "missing minus": Wrong(
+            _solved(EX4[1], f"return logits.log_softmax(dim=1)[{ROWS}, targets].mean()"),
+            "sign is flipped",
+        ),
+        "sum instead of mean": Wrong(
+            _solved(EX4[1], f"return -logits.log_softmax(dim=1)[{ROWS}, targets].sum()"),
+            "sum over the batch",
+        ),
+        "swapped indices": Wrong(
+            _solved(EX4[1], f"return -logits.log_softmax(dim=1)[targets, {ROWS}].mean()"),
+            "4 examples",
+        ),
+        "swapped indices on square batch": Wrong(
+            _solved(
+                EX4[1],
+                f"""
+log_probs = logits.log_softmax(dim=1)
+if logits.shape[0] == logits.shape[1]:
+    return -log_probs[targets, {ROWS}].mean()
+return -log_probs[{ROWS}, targets].mean()
+""",
+            ),
+            "indices are swapped",
+        ),
+        "whole columns": Wrong(
+            _solved(EX4[1], "return -logits.log_softmax(dim=1)[:, targets].mean()"),
+            "n x n block",
+        ),
+        "log of softmax": Wrong(
+            _solved(EX4[1], f"return -logits.softmax(dim=1).log()[{ROWS}, targets].mean()"),
+            "large logits",
+            "use log_softmax",
+        ),
+        "a loss without graph": Wrong(
+            _solved(
+                EX4[1],
+                """
+data = logits.data
+log_probs = data - data.max(axis=1, keepdims=True)
+log_probs = log_probs - np.log(np.exp(log_probs).sum(axis=1, keepdims=True))
+return Tensor(-log_probs[np.arange(len(targets)), targets].mean())
+""",
+            ),
+            "no graph behind it",
+        ),
+    },
+    "first_disagreement": {
+        "the largest difference instead of the first": Wrong(
+            _loop(found="k, np.unravel_index(int(np.argmax(np.abs(a - n))), a.shape)"),
+            "later one more so",
+            "entry (1, 0)",
+        ),
+        "exact equality": Wrong(
+            _loop(bad="a != n"),
+            "agree up to rounding",
+            "expected None",
+        ),
+        "absolute tolerance only": Wrong(
+            _loop(bad="np.abs(a - n) > atol"),
+            "large gradients",
+        ),
+        "relative tolerance only": Wrong(
+            _loop(bad="np.abs(a - n) > rtol * np.abs(n)"),
+            "near zero",
+        ),
+        "flat index": Wrong(
+            _loop(found="k, int(np.argmax(bad))"),
+            "np.unravel_index",
+        ),
+        "looking at the first input only": Wrong(
+            _solved(
+                EX5[1],
+                """
+a, n = analytic[0], numeric[0]
+bad = np.abs(a - n) > atol + rtol * np.abs(n)
+if bad.any():
+    return 0, np.unravel_index(int(np.argmax(bad)), a.shape)
+return None
+""",
+            ),
+            "input 1 wrong",
+        ),
+        "last input instead of first": Wrong(
+            _solved(
+                EX5[1],
+                """
+found = None
+for k, (a, n) in enumerate(zip(analytic, numeric)):
+    bad = np.abs(a - n) > atol + rtol * np.abs(n)
+    if bad.any():
+        found = k, np.unravel_index(int(np.argmax(bad)), a.shape)
+return found
+""",
+            ),
+            "both inputs wrong",
+        ),
+    },
+}
+
+test_the_solution_passes, test_a_wrong_answer_is_rejected, test_the_stub_raises = mutation_tests(
+    NB, EXERCISES, MUTANTS
+)

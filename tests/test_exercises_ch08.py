@@ -7,7 +7,7 @@ reject it and, where it can tell, name it.
 import functools
 from pathlib import Path
 
-from nbharness import rejected, run_check, unanswered, with_answer
+from nbharness import Wrong, mutation_tests, rejected, run_check, unanswered, with_answer
 
 NB = Path(__file__).resolve().parents[1] / "solutions" / "08_optimisers.ipynb"
 
@@ -56,60 +56,7 @@ def test_ex1_the_template_of_the_mutants_passes(capsys):
     assert "✓ MySGD" in capsys.readouterr().out
 
 
-def test_ex1_unanswered_raises_not_implemented():
-    _unanswered(*EX1)
-
-
-def test_ex1_rejects_ignoring_momentum():
-    _rejected(*EX1, _sgd(edit=("if mu != 0:", "if False:")), "plain SGD")
-
-
-def test_ex1_rejects_a_buffer_not_kept_between_steps():
-    wrong = _sgd(edit=('if "momentum_buffer" not in state:', "if True:"))
-    _rejected(*EX1, wrong, "not kept from one step to the next")
-
-
-def test_ex1_rejects_an_averaged_gradient():
-    wrong = _sgd(
-        update="mu * state['momentum_buffer'] + (1 - mu) * g",
-        edit=("np.array(g)", "(1 - mu) * g"),
-    )
-    _rejected(*EX1, wrong, "(1 - momentum)")
-
-
-def test_ex1_rejects_momentum_on_the_wrong_term():
-    _rejected(*EX1, _sgd(update="mu * g + state['momentum_buffer']"), "multiplies the new gradient")
-
-
-def test_ex1_rejects_going_uphill():
-    _rejected(*EX1, _sgd(apply="p.data += lr * g"), "uphill")
-
-
-def test_ex1_rejects_rebinding_the_parameter():
-    _rejected(*EX1, _sgd(apply="p = p - lr * g"), "no parameter changed", "p.data -=")
-
-
-def test_ex1_rejects_a_new_data_array():
-    _rejected(*EX1, _sgd(apply="p.data = p.data - lr * g"), "new array")
-
-
-def test_ex1_rejects_not_skipping_missing_gradients():
-    wrong = _sgd(edit=("        if p.grad is None:\n            continue\n", ""))
-    _rejected(*EX1, wrong, "raised TypeError", "NoneType")
-
-
-def test_ex1_rejects_the_constructors_hyperparameters_for_every_group():
-    wrong = _sgd(
-        edit=(
-            'lr, mu = group["lr"], group["momentum"]',
-            'lr, mu = self.defaults["lr"], self.defaults["momentum"]',
-        )
-    )
-    _rejected(*EX1, wrong, "two parameter groups", "Read lr and momentum from each group")
-
-
-def test_ex1_rejects_a_buffer_kept_outside_state():
-    body = """
+_EX1_REJECTS_A_BUFFER_KEPT_OUTSIDE_STATE = """
 for group in self.param_groups:
     lr, mu = group["lr"], group["momentum"]
     for p in group["params"]:
@@ -123,7 +70,6 @@ for group in self.param_groups:
             g = self.buffers[id(p)] = np.array(g) if old is None else mu * old + g
         p.data -= lr * g
 """
-    _rejected(*EX1, _solved(EX1[1], body), "has no 'momentum_buffer'")
 
 
 # --------------------------------------------------------------------------------------------
@@ -170,107 +116,9 @@ def test_ex2_the_template_of_the_mutants_passes(capsys):
     assert "✓ MyAdam" in capsys.readouterr().out
 
 
-def test_ex2_unanswered_raises_not_implemented():
-    _unanswered(*EX2)
-
-
-def test_ex2_rejects_no_bias_correction():
-    wrong = _adam(("/ (1 - beta1**t)", ""), ("/ (1 - beta2**t)", ""))
-    _rejected(*EX2, wrong, "without bias correction")
-
-
-def test_ex2_rejects_bias_correction_of_m_only():
-    _rejected(*EX2, _adam(("/ (1 - beta2**t)", "")), "v_hat is missing its bias correction")
-
-
-def test_ex2_rejects_bias_correction_of_v_only():
-    _rejected(*EX2, _adam(("/ (1 - beta1**t)", "")), "m_hat is missing its bias correction")
-
-
-def test_ex2_rejects_eps_inside_the_square_root():
-    wrong = _adam(("(np.sqrt(v_hat) + eps)", "np.sqrt(v_hat + eps)"))
-    _rejected(*EX2, wrong, "eps is inside the square root")
-
-
-def test_ex2_rejects_swapped_betas():
-    wrong = _adam(("lr, (beta1, beta2), eps", "lr, (beta2, beta1), eps"))
-    _rejected(*EX2, wrong, "betas are swapped")
-
-
-def test_ex2_rejects_the_weights_the_wrong_way_round():
-    wrong = _adam(
-        (
-            'beta1 * state["exp_avg"] + (1 - beta1) * g',
-            'beta1 * g + (1 - beta1) * state["exp_avg"]',
-        ),
-        (
-            'beta2 * state["exp_avg_sq"] + (1 - beta2) * g * g',
-            'beta2 * g * g + (1 - beta2) * state["exp_avg_sq"]',
-        ),
-    )
-    _rejected(*EX2, wrong, "the other way round")
-
-
-def test_ex2_rejects_the_absolute_gradient_for_v():
-    _rejected(*EX2, _adam(("(1 - beta2) * g * g", "(1 - beta2) * np.abs(g)")), "squared gradient")
-
-
-def test_ex2_rejects_dividing_by_v_without_the_square_root():
-    _rejected(*EX2, _adam(("np.sqrt(v_hat) + eps", "v_hat + eps")), "square root of v_hat")
-
-
-def test_ex2_rejects_counting_from_zero():
-    wrong = _adam(
-        ('        state["step"] += 1\n', ""),
-        ('t = state["step"]', 't = state["step"]\n        state["step"] += 1'),
-    )
-    _rejected(*EX2, wrong, "1 - beta**t is 0")
-
-
-def test_ex2_rejects_one_counter_for_all_parameters():
-    wrong = _adam(
-        (
-            'state["step"] += 1\n        t = state["step"]',
-            'self.t = getattr(self, "t", 0) + 1\n        t = state["step"] = self.t',
-        ),
-    )
-    _rejected(*EX2, wrong, "once per parameter")
-
-
-def test_ex2_rejects_a_step_count_outside_state():
-    # right for one run, but a loaded optimiser starts counting again from 0
-    body = "self.t = getattr(self, 't', 0) + 1\n" + ADAM.replace(
-        'state["step"] += 1\n        t = state["step"]', 't = state["step"] = self.t'
-    )
-    _rejected(*EX2, _solved(EX2[1], body), "saved with state_dict()", "ends elsewhere")
-
-
-def test_ex2_rejects_state_under_other_names():
-    wrong = _adam(('state["exp_avg_sq"]', 'state["v"]'))
-    _rejected(*EX2, wrong, "lacks ['exp_avg_sq']")
-
-
-def test_ex2_rejects_going_uphill():
-    _rejected(*EX2, _adam(("p.data -= lr", "p.data += lr")), "uphill")
-
-
-def test_ex2_rejects_a_new_data_array():
-    _rejected(*EX2, _adam(("p.data -= lr * m_hat", "p.data = p.data - lr * m_hat")), "new array")
-
-
-def test_ex2_rejects_the_hyperparameters_of_the_default():
-    wrong = _adam(
-        (
-            'lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]',
-            "lr, (beta1, beta2), eps = 1e-3, (0.9, 0.999), 1e-8",
-        )
-    )
-    _rejected(*EX2, wrong, "after step 1, parameter 0")
-
-
-def test_ex2_rejects_subclassing_the_package_adam():
-    source = "from minilucid.optim import Adam\n\n\nclass MyAdam(Adam):\n    pass\n"
-    _rejected(*EX2, source, "inherits from minilucid's Adam")
+_EX2_REJECTS_A_STEP_COUNT_OUTSIDE_STATE = "self.t = getattr(self, 't', 0) + 1\n" + ADAM.replace(
+    'state["step"] += 1\n        t = state["step"]', 't = state["step"] = self.t'
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -290,12 +138,7 @@ def test_ex3_accepts_the_packages_version(capsys):
     assert "✓ clip_grad_norm" in capsys.readouterr().out
 
 
-def test_ex3_unanswered_raises_not_implemented():
-    _unanswered(*EX3)
-
-
-def test_ex3_rejects_clipping_each_gradient_on_its_own():
-    body = """
+_EX3_REJECTS_CLIPPING_EACH_GRADIENT_ON_ITS_OWN = """
 total = 0.0
 for p in params:
     if p.grad is not None:
@@ -305,11 +148,9 @@ for p in params:
             p.grad = p.grad * (max_norm / norm)
 return total
 """
-    _rejected(*EX3, _solved(EX3[1], body), "each gradient separately?")
 
 
-def test_ex3_rejects_clipping_each_gradient_but_returning_the_total():
-    body = """
+_EX3_REJECTS_CLIPPING_EACH_GRADIENT_BUT_RETURNING_THE_TOTAL = """
 grads = [p.grad for p in params if p.grad is not None]
 total = math.sqrt(sum(float((g * g).sum()) for g in grads))
 for p in params:
@@ -319,11 +160,9 @@ for p in params:
             p.grad = p.grad * (max_norm / norm)
 return total
 """
-    _rejected(*EX3, _solved(EX3[1], body), "clipped to norm 1 on its own")
 
 
-def test_ex3_rejects_scaling_short_gradients_up():
-    body = """
+_EX3_REJECTS_SCALING_SHORT_GRADIENTS_UP = """
 grads = [p.grad for p in params if p.grad is not None]
 total = math.sqrt(sum(float((g * g).sum()) for g in grads))
 for p in params:
@@ -331,11 +170,9 @@ for p in params:
         p.grad = p.grad * (max_norm / total)
 return total
 """
-    _rejected(*EX3, _solved(EX3[1], body), "already below max_norm")
 
 
-def test_ex3_rejects_the_sum_of_absolute_values():
-    body = """
+_EX3_REJECTS_THE_SUM_OF_ABSOLUTE_VALUES = """
 grads = [p.grad for p in params if p.grad is not None]
 total = sum(float(np.abs(g).sum()) for g in grads)
 if total > max_norm:
@@ -344,11 +181,9 @@ if total > max_norm:
             p.grad = p.grad * (max_norm / total)
 return total
 """
-    _rejected(*EX3, _solved(EX3[1], body), "total norm 5", "returned 7")
 
 
-def test_ex3_rejects_returning_nothing():
-    body = """
+_EX3_REJECTS_RETURNING_NOTHING = """
 grads = [p.grad for p in params if p.grad is not None]
 total = math.sqrt(sum(float((g * g).sum()) for g in grads))
 if total > max_norm:
@@ -356,22 +191,18 @@ if total > max_norm:
         if p.grad is not None:
             p.grad = p.grad * (max_norm / total)
 """
-    _rejected(*EX3, _solved(EX3[1], body), "returned NoneType")
 
 
-def test_ex3_rejects_not_skipping_missing_gradients():
-    body = """
+_EX3_REJECTS_NOT_SKIPPING_MISSING_GRADIENTS = """
 total = math.sqrt(sum(float((p.grad * p.grad).sum()) for p in params if p.grad is not None))
 if total > max_norm:
     for p in params:
         p.grad = p.grad * (max_norm / total)
 return total
 """
-    _rejected(*EX3, _solved(EX3[1], body), "raised TypeError")
 
 
-def test_ex3_rejects_returning_the_norm_after_clipping():
-    body = """
+_EX3_REJECTS_RETURNING_THE_NORM_AFTER_CLIPPING = """
 grads = [p.grad for p in params if p.grad is not None]
 total = math.sqrt(sum(float((g * g).sum()) for g in grads))
 if total > max_norm:
@@ -381,7 +212,6 @@ if total > max_norm:
     total = max_norm
 return total
 """
-    _rejected(*EX3, _solved(EX3[1], body), "returned 1", "measured before")
 
 
 # --------------------------------------------------------------------------------------------
@@ -424,31 +254,222 @@ def test_ex4_the_template_of_the_mutants_passes(capsys):
     assert "✓ WarmupCosine" in capsys.readouterr().out
 
 
-def test_ex4_unanswered_raises_not_implemented():
-    _unanswered(*EX4)
+# --- the one style: every wrong answer above, fed to its check ---------------------------
 
+EXERCISES = {
+    "sgd": ("ex08_1_sgd_answer", "ex08_1_sgd_check"),
+    "adam": ("ex08_2_adam_answer", "ex08_2_adam_check"),
+    "clip": ("ex08_3_clip_answer", "ex08_3_clip_check"),
+    "warmup": ("ex08_4_warmup_answer", "ex08_4_warmup_check"),
+}
 
-def test_ex4_rejects_a_warm_up_from_zero():
-    _rejected(*EX4, _warm(first="e"), "at epoch 0", "starts at lr 0")
+MUTANTS = {
+    "sgd": {
+        "ignoring momentum": Wrong(
+            _sgd(edit=("if mu != 0:", "if False:")),
+            "plain SGD",
+        ),
+        "a buffer not kept between steps": Wrong(
+            _sgd(edit=('if "momentum_buffer" not in state:', "if True:")),
+            "not kept from one step to the next",
+        ),
+        "an averaged gradient": Wrong(
+            _sgd(
+                update="mu * state['momentum_buffer'] + (1 - mu) * g",
+                edit=("np.array(g)", "(1 - mu) * g"),
+            ),
+            "(1 - momentum)",
+        ),
+        "momentum on the wrong term": Wrong(
+            _sgd(update="mu * g + state['momentum_buffer']"),
+            "multiplies the new gradient",
+        ),
+        "going uphill": Wrong(
+            _sgd(apply="p.data += lr * g"),
+            "uphill",
+        ),
+        "rebinding the parameter": Wrong(
+            _sgd(apply="p = p - lr * g"),
+            "no parameter changed",
+            "p.data -=",
+        ),
+        "a new data array": Wrong(
+            _sgd(apply="p.data = p.data - lr * g"),
+            "new array",
+        ),
+        "not skipping missing gradients": Wrong(
+            _sgd(edit=("        if p.grad is None:\n            continue\n", "")),
+            "raised TypeError",
+            "NoneType",
+        ),
+        "the constructors hyperparameters for every group": Wrong(
+            _sgd(
+                edit=(
+                    'lr, mu = group["lr"], group["momentum"]',
+                    'lr, mu = self.defaults["lr"], self.defaults["momentum"]',
+                )
+            ),
+            "two parameter groups",
+            "Read lr and momentum from each group",
+        ),
+        "a buffer kept outside state": Wrong(
+            _solved(EX1[1], _EX1_REJECTS_A_BUFFER_KEPT_OUTSIDE_STATE),
+            "has no 'momentum_buffer'",
+        ),
+    },
+    "adam": {
+        "no bias correction": Wrong(
+            _adam(("/ (1 - beta1**t)", ""), ("/ (1 - beta2**t)", "")),
+            "without bias correction",
+        ),
+        "bias correction of m only": Wrong(
+            _adam(("/ (1 - beta2**t)", "")),
+            "v_hat is missing its bias correction",
+        ),
+        "bias correction of v only": Wrong(
+            _adam(("/ (1 - beta1**t)", "")),
+            "m_hat is missing its bias correction",
+        ),
+        "eps inside the square root": Wrong(
+            _adam(("(np.sqrt(v_hat) + eps)", "np.sqrt(v_hat + eps)")),
+            "eps is inside the square root",
+        ),
+        "swapped betas": Wrong(
+            _adam(("lr, (beta1, beta2), eps", "lr, (beta2, beta1), eps")),
+            "betas are swapped",
+        ),
+        "the weights the wrong way round": Wrong(
+            _adam(
+                (
+                    'beta1 * state["exp_avg"] + (1 - beta1) * g',
+                    'beta1 * g + (1 - beta1) * state["exp_avg"]',
+                ),
+                (
+                    'beta2 * state["exp_avg_sq"] + (1 - beta2) * g * g',
+                    'beta2 * g * g + (1 - beta2) * state["exp_avg_sq"]',
+                ),
+            ),
+            "the other way round",
+        ),
+        "the absolute gradient for v": Wrong(
+            _adam(("(1 - beta2) * g * g", "(1 - beta2) * np.abs(g)")),
+            "squared gradient",
+        ),
+        "dividing by v without the square root": Wrong(
+            _adam(("np.sqrt(v_hat) + eps", "v_hat + eps")),
+            "square root of v_hat",
+        ),
+        "counting from zero": Wrong(
+            _adam(
+                ('        state["step"] += 1\n', ""),
+                ('t = state["step"]', 't = state["step"]\n        state["step"] += 1'),
+            ),
+            "1 - beta**t is 0",
+        ),
+        "one counter for all parameters": Wrong(
+            _adam(
+                (
+                    'state["step"] += 1\n        t = state["step"]',
+                    'self.t = getattr(self, "t", 0) + 1\n        t = state["step"] = self.t',
+                ),
+            ),
+            "once per parameter",
+        ),
+        "a step count outside state": Wrong(
+            _solved(EX2[1], _EX2_REJECTS_A_STEP_COUNT_OUTSIDE_STATE),
+            "saved with state_dict()",
+            "ends elsewhere",
+        ),
+        "state under other names": Wrong(
+            _adam(('state["exp_avg_sq"]', 'state["v"]')),
+            "lacks ['exp_avg_sq']",
+        ),
+        "going uphill": Wrong(
+            _adam(("p.data -= lr", "p.data += lr")),
+            "uphill",
+        ),
+        "a new data array": Wrong(
+            _adam(("p.data -= lr * m_hat", "p.data = p.data - lr * m_hat")),
+            "new array",
+        ),
+        "the hyperparameters of the default": Wrong(
+            _adam(
+                (
+                    'lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]',
+                    "lr, (beta1, beta2), eps = 1e-3, (0.9, 0.999), 1e-8",
+                )
+            ),
+            "after step 1, parameter 0",
+        ),
+        "subclassing the package adam": Wrong(
+            "from minilucid.optim import Adam\n\n\nclass MyAdam(Adam):\n    pass\n",
+            "inherits from minilucid's Adam",
+        ),
+    },
+    "clip": {
+        "clipping each gradient on its own": Wrong(
+            _solved(EX3[1], _EX3_REJECTS_CLIPPING_EACH_GRADIENT_ON_ITS_OWN),
+            "each gradient separately?",
+        ),
+        "clipping each gradient but returning the total": Wrong(
+            _solved(EX3[1], _EX3_REJECTS_CLIPPING_EACH_GRADIENT_BUT_RETURNING_THE_TOTAL),
+            "clipped to norm 1 on its own",
+        ),
+        "scaling short gradients up": Wrong(
+            _solved(EX3[1], _EX3_REJECTS_SCALING_SHORT_GRADIENTS_UP),
+            "already below max_norm",
+        ),
+        "the sum of absolute values": Wrong(
+            _solved(EX3[1], _EX3_REJECTS_THE_SUM_OF_ABSOLUTE_VALUES),
+            "total norm 5",
+            "returned 7",
+        ),
+        "returning nothing": Wrong(
+            _solved(EX3[1], _EX3_REJECTS_RETURNING_NOTHING),
+            "returned NoneType",
+        ),
+        "not skipping missing gradients": Wrong(
+            _solved(EX3[1], _EX3_REJECTS_NOT_SKIPPING_MISSING_GRADIENTS),
+            "raised TypeError",
+        ),
+        "returning the norm after clipping": Wrong(
+            _solved(EX3[1], _EX3_REJECTS_RETURNING_THE_NORM_AFTER_CLIPPING),
+            "returned 1",
+            "measured before",
+        ),
+    },
+    "warmup": {
+        "a warm up from zero": Wrong(
+            _warm(first="e"),
+            "at epoch 0",
+            "starts at lr 0",
+        ),
+        "a cosine that ignores the warm up": Wrong(
+            _warm(done="e / self.total"),
+            "counts from epoch 0",
+        ),
+        "one base for every group": Wrong(
+            _warm(bases="[self.base_lrs[0]] * 2"),
+            "second group",
+        ),
+        "climbing back up": Wrong(
+            _warm(floor="False"),
+            "at epoch 31",
+            "stay at eta_min",
+        ),
+        "compounding the current lr": Wrong(
+            _warm(bases='[g["lr"] for g in self.optimizer.param_groups]'),
+            "at epoch 1",
+            "self.base_lrs",
+        ),
+        "returning a number": Wrong(
+            _solved(EX4[1], "return self.base_lrs[0]"),
+            "raised TypeError",
+            "one lr for each parameter group",
+        ),
+    },
+}
 
-
-def test_ex4_rejects_a_cosine_that_ignores_the_warm_up():
-    _rejected(*EX4, _warm(done="e / self.total"), "counts from epoch 0")
-
-
-def test_ex4_rejects_one_base_for_every_group():
-    _rejected(*EX4, _warm(bases="[self.base_lrs[0]] * 2"), "second group")
-
-
-def test_ex4_rejects_climbing_back_up():
-    _rejected(*EX4, _warm(floor="False"), "at epoch 31", "stay at eta_min")
-
-
-def test_ex4_rejects_compounding_the_current_lr():
-    wrong = _warm(bases='[g["lr"] for g in self.optimizer.param_groups]')
-    _rejected(*EX4, wrong, "at epoch 1", "self.base_lrs")
-
-
-def test_ex4_rejects_returning_a_number():
-    wrong = _solved(EX4[1], "return self.base_lrs[0]")
-    _rejected(*EX4, wrong, "raised TypeError", "one lr for each parameter group")
+test_the_solution_passes, test_a_wrong_answer_is_rejected, test_the_stub_raises = mutation_tests(
+    NB, EXERCISES, MUTANTS
+)

@@ -112,6 +112,7 @@ class Pow(Function):
         if not ctx.needs_input_grad[1]:
             return grad_a, None
         with np.errstate(divide="ignore", invalid="ignore"):
-            # defined for a > 0 as in calculus; at a = 0 (b >= 0) the limit from the right, 0
+            # defined for a > 0 as in calculus; at a = 0 (b >= 0) 0: the true value for b > 0,
+            # PyTorch's convention at b = 0 (where a**b * log(a) tends to -inf)
             grad_b = where((a_ == 0) & (b_ >= 0), 0, grad * a**b * log(a))
         return grad_a, grad_b

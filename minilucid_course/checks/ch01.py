@@ -214,10 +214,16 @@ def check_predictions(predict) -> None:
             dtype_ok = dtype is not None and np.dtype(dtype) == result.dtype
         except TypeError:
             dtype_ok = False
-        if not (shape_ok and dtype_ok):
+        if not shape_ok:
             raise AssertionError(
-                f"{label} = {expression}: you predicted shape {shape!r}, dtype {dtype!s}; "
-                f"it has shape {result.shape}, dtype {result.dtype}"
+                f"{label} = {expression}: the shape you predicted, {shape!r}, is not right. "
+                "Line the shapes up from the right, and remember that one number has shape ()."
+            )
+        if not dtype_ok:
+            raise AssertionError(
+                f"{label} = {expression}: the shape is right, the dtype you predicted, "
+                f"{dtype!s}, is not. Where do the numbers come from (a Python float or int, a "
+                "NumPy array), and which dtype wins when two meet?"
             )
     print("✓ predictions: all 7 shapes and dtypes right")
 

@@ -11,7 +11,13 @@ from minilucid.numerical import numerical_grad
 from minilucid.ops.elementwise import Div, Mul
 from minilucid.tensor import Tensor
 from minilucid.viz import draw_graph
-from minilucid_course.checks.common import call, number
+from minilucid_course.checks.common import call, cases_of, frozen, number
+
+
+def _count(name: str, right: bool | None = None) -> int:
+    """How many cases the check ran (for its ✓ line); with `right`, only those so marked."""
+    found = cases_of(__name__, name)
+    return len(found) if right is None else sum(bool(c[-1]) == right for c in found)
 
 
 def _entry(index: tuple) -> str:
@@ -118,11 +124,15 @@ def _picture(op, *inputs):
     return draw_graph(out)
 
 
-_BINARY_CASES = [
-    (0, (3, 4), (3, 4), {}),
-    (1, (3, 1), (4,), {}),
-    (2, (), (2, 3), {}),
-]
+_BINARY_CASES = frozen(
+    __name__,
+    "_BINARY_CASES",
+    [
+        (0, (3, 4), (3, 4), {}),
+        (1, (3, 1), (4,), {}),
+        (2, (), (2, 3), {}),
+    ],
+)
 
 
 def check_mul_backward(op):
@@ -131,14 +141,19 @@ def check_mul_backward(op):
         "a": "dz/da is b: multiply the incoming gradient by the saved b (not a).",
         "b": "dz/db is a: multiply the incoming gradient by the saved a (not b).",
     }
-    out = _check_binary(op, op.__name__, lambda a, b: a * b, _BINARY_CASES, hints)
+    out = _check_binary(
+        op, op.__name__, lambda a, b: a * b, cases_of(__name__, "_BINARY_CASES"), hints
+    )
     print(f"✓ {op.__name__}.backward agrees with central differences on 3 graphs, 6 gradients")
     return out
 
 
 def check_div_backward(op):
     """Run `op` (z = a / b) in real graphs with broadcasting; return a small graph using it."""
-    cases = [(s, sa, sb, {"away_from_zero": True}) for s, sa, sb, _ in _BINARY_CASES]
+    cases = [
+        (s, sa, sb, {"away_from_zero": True})
+        for s, sa, sb, _ in cases_of(__name__, "_BINARY_CASES")
+    ]
     hints = {
         "a": "dz/da is 1 / b.",
         "b": "dz/db is -a / b**2: the b of the denominator is squared, and the sign is minus.",
@@ -245,7 +260,10 @@ def check_hypot(op):
         raise AssertionError(
             f"Hypot should be a class derived from Function, got {type(op).__name__}"
         )
-    cases = [(s, sa, sb, {"away_from_zero": True}) for s, sa, sb, _ in _BINARY_CASES]
+    cases = [
+        (s, sa, sb, {"away_from_zero": True})
+        for s, sa, sb, _ in cases_of(__name__, "_BINARY_CASES")
+    ]
     cases.append((3, (2, 1, 3), (4, 1), {"away_from_zero": True}))
     hint = (
         "z depends on a through a**2 + b**2 under a square root: the chain rule gives two "
@@ -308,44 +326,48 @@ def _case_arrays(seed, shape_a, shape_b):
 
 
 # (what the op is, op, shapes, seed, right?) - the learner's check must say True exactly when right
-_GRADCHECK_CASES = [
-    ("a correct hypot, a (3, 1) and b (4,)", _Hypot, (3, 1), (4,), 10, True),
-    ("minilucid's Mul, a (2, 3) and b (3,)", Mul, (2, 3), (3,), 11, True),
-    ("minilucid's Div, a (4,) and b (4,)", Div, (4,), (4,), 12, True),
-    ("a hypot on 0-d arrays", _Hypot, (), (), 13, True),
-    (
-        "a hypot whose backward ignores the incoming grad (returns a / z and b / z)",
-        _HypotIgnoresGrad,
-        (3,),
-        (3,),
-        14,
-        False,
-    ),
-    ("a hypot that swaps its two gradients", _HypotSwapped, (3,), (3,), 15, False),
-    (
-        "a hypot whose gradient for a is 0.1% too large",
-        _HypotSlightlyOff,
-        (2, 2),
-        (2, 2),
-        16,
-        False,
-    ),
-    (
-        "a hypot whose gradient for b is wrong in its last entry only",
-        _HypotOneEntryWrong,
-        (5,),
-        (5,),
-        17,
-        False,
-    ),
-    ("a Mul that swaps its two gradients", _MulSwapped, (3,), (3,), 18, False),
-    ("a Div whose gradient for b has the wrong sign", _DivWrongSign, (4,), (4,), 19, False),
-]
+_GRADCHECK_CASES = frozen(
+    __name__,
+    "_GRADCHECK_CASES",
+    [
+        ("a correct hypot, a (3, 1) and b (4,)", _Hypot, (3, 1), (4,), 10, True),
+        ("minilucid's Mul, a (2, 3) and b (3,)", Mul, (2, 3), (3,), 11, True),
+        ("minilucid's Div, a (4,) and b (4,)", Div, (4,), (4,), 12, True),
+        ("a hypot on 0-d arrays", _Hypot, (), (), 13, True),
+        (
+            "a hypot whose backward ignores the incoming grad (returns a / z and b / z)",
+            _HypotIgnoresGrad,
+            (3,),
+            (3,),
+            14,
+            False,
+        ),
+        ("a hypot that swaps its two gradients", _HypotSwapped, (3,), (3,), 15, False),
+        (
+            "a hypot whose gradient for a is 0.1% too large",
+            _HypotSlightlyOff,
+            (2, 2),
+            (2, 2),
+            16,
+            False,
+        ),
+        (
+            "a hypot whose gradient for b is wrong in its last entry only",
+            _HypotOneEntryWrong,
+            (5,),
+            (5,),
+            17,
+            False,
+        ),
+        ("a Mul that swaps its two gradients", _MulSwapped, (3,), (3,), 18, False),
+        ("a Div whose gradient for b has the wrong sign", _DivWrongSign, (4,), (4,), 19, False),
+    ],
+)
 
 
 def check_gradient_check(gradient_check) -> None:
     """The learner's gradient_check(op, a, b) must accept right ops and reject wrong ones."""
-    for what, op, shape_a, shape_b, seed, right in _GRADCHECK_CASES:
+    for what, op, shape_a, shape_b, seed, right in cases_of(__name__, "_GRADCHECK_CASES"):
         a, b = _case_arrays(seed, shape_a, shape_b)
         kept = a.copy(), b.copy()
         verdict = call(f"gradient_check on {what}", gradient_check, op, a, b)
@@ -377,6 +399,6 @@ def check_gradient_check(gradient_check) -> None:
                 )
             raise AssertionError(f"gradient_check said {bool(verdict)} on {what}: {why}.")
     print(
-        f"✓ your gradient_check accepts the {sum(c[-1] for c in _GRADCHECK_CASES)} right ops "
-        f"and rejects the {sum(not c[-1] for c in _GRADCHECK_CASES)} wrong ones"
+        f"✓ your gradient_check accepts the {_count('_GRADCHECK_CASES', True)} right ops "
+        f"and rejects the {_count('_GRADCHECK_CASES', False)} wrong ones"
     )

@@ -8,7 +8,7 @@ import numpy as np
 
 from minilucid.autograd import backward, topological_order
 from minilucid.tensor import Tensor
-from minilucid_course.checks.common import call, number
+from minilucid_course.checks.common import call, cases_of, frozen, number
 
 CHAIN_DEPTH = 100_000
 
@@ -60,12 +60,34 @@ def _chain():
     return y, [x]
 
 
-GRAPHS = [
-    ("y = h * h (h used twice by one op)", _reuse),
-    ("a diamond: loss = a * b with b = a * 2", _diamond),
-    ("x used by three ops, w broadcast", _fan_out),
-    (f"a {CHAIN_DEPTH:,}-deep chain", _chain),
-]
+def _shared_array():
+    """s = (a + b) + a: Add hands one and the same array to both of its inputs."""
+    a = _leaf([1.0, 2.0], "a")
+    b = _leaf([0.5, -1.0], "b")
+    return _named(_named(a + b, "a + b") + a, "s"), [a, b]
+
+
+GRAPHS = frozen(
+    __name__,
+    "GRAPHS",
+    [
+        ("y = h * h (h used twice by one op)", _reuse),
+        ("a diamond: loss = a * b with b = a * 2", _diamond),
+        ("x used by three ops, w broadcast", _fan_out),
+        (f"a {CHAIN_DEPTH:,}-deep chain", _chain),
+    ],
+)
+SWEEP_GRAPHS = frozen(
+    __name__,
+    "SWEEP_GRAPHS",
+    [*GRAPHS[:3], ("s = (a + b) + a, where Add sends one array to both inputs", _shared_array)],
+)
+
+TRUTH_OF_A_TENSOR = (
+    "`t in some_list` compares tensors with ==, entry by entry, and a tensor of several entries "
+    "has no single truth value. Keep the tensors you have visited by identity instead: a dict "
+    "or set keyed by id(t)."
+)
 
 
 def _label(t, position=None) -> str:
@@ -131,7 +153,8 @@ def _expected_leaf_grads(build) -> list:
 
 def check_topological_order(sort) -> None:
     """Check `sort(root)` on four graphs, then let it drive minilucid's real backward."""
-    for label, build in GRAPHS:
+    graphs = cases_of(__name__, "GRAPHS")
+    for label, build in graphs:
         root, leaves = build()
         try:
             order = list(sort(root))
@@ -143,6 +166,14 @@ def check_topological_order(sort) -> None:
             ) from None
         except NotImplementedError:
             raise
+        except RuntimeError as error:
+            if "truth value" not in str(error):
+                raise AssertionError(
+                    f"on {label}, your sort raised RuntimeError: {error}"
+                ) from None
+            raise AssertionError(
+                f"on {label}, your sort asked a tensor for its truth value. {TRUTH_OF_A_TENSOR}"
+            ) from None
         except (AttributeError, TypeError) as error:
             raise AssertionError(
                 f"on {label}, your sort raised {type(error).__name__}: {error}. Some parents are "
@@ -162,7 +193,7 @@ def check_topological_order(sort) -> None:
                     f"{number(got[index])} at entry {index}, expected {number(expected[index])}."
                 )
     print(
-        f"✓ your topological_order drives minilucid's backward correctly on {len(GRAPHS)} "
+        f"✓ your topological_order drives minilucid's backward correctly on {len(graphs)} "
         f"graphs, including the {CHAIN_DEPTH:,}-deep chain"
     )
     root, _ = _diamond()
@@ -178,7 +209,8 @@ def check_topological_order(sort) -> None:
 
 def check_backward_sweep(sweep) -> None:
     """`sweep(root, order)` returns {tensor: d(root)/d(tensor)}; compare with the real one."""
-    for label, build in GRAPHS[:3]:
+    graphs = cases_of(__name__, "SWEEP_GRAPHS")
+    for label, build in graphs:
         root, _ = build()
         order = topological_order(root)
         try:
@@ -235,7 +267,13 @@ def check_backward_sweep(sweep) -> None:
                     f"on {label}, d({root.name})/d({name}) is wrong at entry {index}: "
                     f"expected {number(expected[index])}, got {number(got[index])}."
                 )
-                if t is root:
+                if _shares_an_array(grads, t):
+                    message += (
+                        f" Your dict holds the same array for {name!r} and another tensor: an op "
+                        "may send one array to two inputs (Add does), so adding into it in place "
+                        "(+=) changes both. Make a new array for each sum: g_old + g_new."
+                    )
+                elif t is root:
                     message += " The root's own gradient is the seed: all ones."
                 elif sum(p is t for _, _, sent in steps for p, _, _ in sent) > 1:
                     message += (
@@ -243,12 +281,21 @@ def check_backward_sweep(sweep) -> None:
                         "from each use, do not overwrite it."
                     )
                 raise AssertionError(message)
-    print(f"✓ your backward_sweep matches minilucid's backward on {len(GRAPHS) - 1} graphs")
+    print(f"✓ your backward_sweep matches minilucid's backward on {len(graphs)} graphs")
     root, _ = _reuse()
     grads = sweep(root, topological_order(root))
     print("  for y = h * h with h = 3 * x, your sweep gives:")
     for t in reversed(topological_order(root)):
         print(f"  d(y)/d({t.name}) = {np.array2string(np.asarray(grads[t]), precision=4)}")
+
+
+def _shares_an_array(grads: dict, t) -> bool:
+    """Whether t's gradient in the learner's dict is (part of) another tensor's array too."""
+    mine = grads.get(t)
+    return isinstance(mine, np.ndarray) and any(
+        other is not t and isinstance(g, np.ndarray) and np.shares_memory(g, mine)
+        for other, g in grads.items()
+    )
 
 
 # --- exercises 3 and 4: the small graph, by hand ----------------------------------------------
@@ -344,25 +391,29 @@ def check_hand_gradients(grads) -> None:
 ENGINE_CHAIN = 3_000  # deeper than Python's default recursion limit (1,000)
 
 # (label, leaves, the expression as a function of the leaves); numbers on both sides of + and *
-ENGINE_CASES = [
-    ("x * y", (2.0, -3.0), lambda x, y: x * y),
-    ("x + y", (2.0, -3.0), lambda x, y: x + y),
-    (
-        "2 * x + 1 and 3 + x * 4 (numbers on either side)",
-        (0.5,),
-        lambda x: (2 * x + 1) * (3 + x * 4),
-    ),
-    ("x * x + x (x used three times)", (1.5,), lambda x: x * x + x),
-    ("a diamond: a = 3x, then a * (2a)", (2.0,), lambda x: (lambda a: a * (a * 2))(x * 3)),
-    ("a diamond: a = 3x, then (2a) * a", (2.0,), lambda x: (lambda a: (a * 2) * a)(x * 3)),
-    ("tanh(w * x + b)", (0.7, -1.2, 0.3), lambda w, x, b: (w * x + b).tanh()),
-    ("tanh(x) * tanh(x) + tanh(2 * x)", (0.9,), lambda x: x.tanh() * x.tanh() + (2 * x).tanh()),
-    (
-        "(tanh(w * x) + -y) * (tanh(w * x) + -y)",
-        (0.4, 2.0),
-        lambda w, x: ((w * x).tanh() + -0.5) * ((w * x).tanh() + -0.5),
-    ),
-]
+ENGINE_CASES = frozen(
+    __name__,
+    "ENGINE_CASES",
+    [
+        ("x * y", (2.0, -3.0), lambda x, y: x * y),
+        ("x + y", (2.0, -3.0), lambda x, y: x + y),
+        (
+            "2 * x + 1 and 3 + x * 4 (numbers on either side)",
+            (0.5,),
+            lambda x: (2 * x + 1) * (3 + x * 4),
+        ),
+        ("x * x + x (x used three times)", (1.5,), lambda x: x * x + x),
+        ("a diamond: a = 3x, then a * (2a)", (2.0,), lambda x: (lambda a: a * (a * 2))(x * 3)),
+        ("a diamond: a = 3x, then (2a) * a", (2.0,), lambda x: (lambda a: (a * 2) * a)(x * 3)),
+        ("tanh(w * x + b)", (0.7, -1.2, 0.3), lambda w, x, b: (w * x + b).tanh()),
+        ("tanh(x) * tanh(x) + tanh(2 * x)", (0.9,), lambda x: x.tanh() * x.tanh() + (2 * x).tanh()),
+        (
+            "(tanh(w * x) + -y) * (tanh(w * x) + -y)",
+            (0.4, 2.0),
+            lambda w, x: ((w * x).tanh() + -0.5) * ((w * x).tanh() + -0.5),
+        ),
+    ],
+)
 
 
 def _engine_reference(fn, values):
@@ -388,7 +439,8 @@ def _engine_run(Scalar, label, fn, values):
 def check_scalar_engine(Scalar) -> None:
     """Values and gradients of the learner's Scalar against minilucid's, on small graphs."""
     names = "xyzuvw"
-    for label, values, fn in ENGINE_CASES:
+    engine_cases = cases_of(__name__, "ENGINE_CASES")
+    for label, values, fn in engine_cases:
         leaves, out = _engine_run(Scalar, label, fn, values)
         value, grads = _engine_reference(fn, values)
         if not np.isclose(float(out.data), value, rtol=1e-9, atol=1e-12):
@@ -422,19 +474,23 @@ def check_scalar_engine(Scalar) -> None:
             f"{number(x.grad)}, expected {number(expected)}"
         )
     print(
-        f"✓ your Scalar engine agrees with minilucid on {len(ENGINE_CASES)} expressions (reuse, "
+        f"✓ your Scalar engine agrees with minilucid on {len(engine_cases)} expressions (reuse, "
         f"a diamond, tanh) and a {ENGINE_CHAIN:,}-deep chain"
     )
 
 
-NEURON_DATA = {
-    "xs": [-2.0, -1.0, 0.0, 1.0, 2.0],
-    "ys": [-0.9, -0.6, -0.2, 0.4, 0.8],
-    "w0": 0.1,
-    "b0": 0.0,
-    "lr": 0.05,
-    "steps": 60,
-}
+NEURON_DATA = frozen(
+    __name__,
+    "NEURON_DATA",
+    {
+        "xs": [-2.0, -1.0, 0.0, 1.0, 2.0],
+        "ys": [-0.9, -0.6, -0.2, 0.4, 0.8],
+        "w0": 0.1,
+        "b0": 0.0,
+        "lr": 0.05,
+        "steps": 60,
+    },
+)
 
 
 def _neuron_reference(xs, ys, w0, b0, lr, steps):
@@ -457,7 +513,7 @@ def _neuron_reference(xs, ys, w0, b0, lr, steps):
 
 def check_train_neuron(train_neuron) -> None:
     """Replay the learner's training run with minilucid, step by step."""
-    d = NEURON_DATA
+    d = cases_of(__name__, "NEURON_DATA")
     result = call("train_neuron(...)", train_neuron, **d, returns=(tuple, list))
     if len(result) != 3:
         raise AssertionError(

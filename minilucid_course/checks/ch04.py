@@ -15,7 +15,14 @@ from minilucid.function import Function
 from minilucid.gradcheck import gradcheck
 from minilucid.ops.elementwise import Add, Mul
 from minilucid.tensor import Tensor, float64
-from minilucid_course.checks.common import call, number
+from minilucid_course.checks.common import call, cases_of, frozen, number
+
+
+def _count(name: str, right: bool | None = None) -> int:
+    """How many cases the check ran (for its ✓ line); with `right`, only those so marked."""
+    found = cases_of(__name__, name)
+    return len(found) if right is None else sum(bool(c[-1]) == right for c in found)
+
 
 # --------------------------------------------------------------------------------------------
 # Shared helpers
@@ -77,21 +84,25 @@ def _shape_text(shape: tuple) -> str:
 # --------------------------------------------------------------------------------------------
 # Exercise 1: sum_to_shape
 
-SUM_TO_SHAPE_PAIRS = (
-    ((3, 4), (3, 4)),
-    ((3, 4), (4,)),
-    ((3, 4), (1, 4)),
-    ((3, 4), (3, 1)),
-    ((4, 4), (1, 4)),
-    ((4, 4), (4, 1)),
-    ((3, 4), (1, 1)),
-    ((3, 4), ()),
-    ((5,), (1,)),
-    ((2, 3, 4), (4,)),
-    ((2, 3, 4), (3, 1)),
-    ((2, 3, 4), (2, 1, 4)),
-    ((2, 3, 4), (1, 3, 1)),
-    ((2, 1, 3), (1, 1, 3)),
+SUM_TO_SHAPE_PAIRS = frozen(
+    __name__,
+    "SUM_TO_SHAPE_PAIRS",
+    (
+        ((3, 4), (3, 4)),
+        ((3, 4), (4,)),
+        ((3, 4), (1, 4)),
+        ((3, 4), (3, 1)),
+        ((4, 4), (1, 4)),
+        ((4, 4), (4, 1)),
+        ((3, 4), (1, 1)),
+        ((3, 4), ()),
+        ((5,), (1,)),
+        ((2, 3, 4), (4,)),
+        ((2, 3, 4), (3, 1)),
+        ((2, 3, 4), (2, 1, 4)),
+        ((2, 3, 4), (1, 3, 1)),
+        ((2, 1, 3), (1, 1, 3)),
+    ),
 )
 
 
@@ -133,7 +144,7 @@ def _summing_with(op, sum_to_shape):
 
 def check_sum_to_shape(sum_to_shape):
     """Many shape pairs against the right sums, then the engine's backward running on yours."""
-    for grad_shape, shape in SUM_TO_SHAPE_PAIRS:
+    for grad_shape, shape in cases_of(__name__, "SUM_TO_SHAPE_PAIRS"):
         grad = _grad_of_shape(grad_shape)
         what = f"sum_to_shape(grad of shape {grad_shape}, {_shape_text(shape)})"
         got = call(what, sum_to_shape, grad.copy(), shape)
@@ -163,7 +174,7 @@ def check_sum_to_shape(sum_to_shape):
         )
         _compare(what, t.grad, want)
     print(
-        f"✓ sum_to_shape: all {len(SUM_TO_SHAPE_PAIRS)} shape pairs right, and the engine's "
+        f"✓ sum_to_shape: all {_count('SUM_TO_SHAPE_PAIRS')} shape pairs right, and the engine's "
         "backward ran on it: b.grad (4,), c.grad (3, 1)"
     )
     return picture
@@ -172,7 +183,11 @@ def check_sum_to_shape(sum_to_shape):
 # --------------------------------------------------------------------------------------------
 # Exercise 2: MatMul.backward
 
-MATMUL_SHAPES = (((2, 3), (3, 4)), ((3, 3), (3, 3)), ((4, 2), (2, 3)), ((1, 3), (3, 1)))
+MATMUL_SHAPES = frozen(
+    __name__,
+    "MATMUL_SHAPES",
+    (((2, 3), (3, 4)), ((3, 3), (3, 3)), ((4, 2), (2, 3)), ((1, 3), (3, 1))),
+)
 
 
 def _op_context(op, *arrays):
@@ -195,7 +210,7 @@ def _two_gradients(what: str, grads) -> tuple:
 def check_matmul_backward(op):
     """`op` is a Function for 2-D Z = A @ B: its backward directly, in a graph, under gradcheck."""
     rng = np.random.default_rng(2)
-    for shape_a, shape_b in MATMUL_SHAPES:
+    for shape_a, shape_b in cases_of(__name__, "MATMUL_SHAPES"):
         a, b = rng.normal(size=shape_a), rng.normal(size=shape_b)
         ctx = _op_context(op, a, b)
         what = f"{op.__name__} with A of shape {shape_a} and B of shape {shape_b}"
@@ -247,15 +262,19 @@ def _batched_works(op, rng) -> bool:
 # --------------------------------------------------------------------------------------------
 # Exercise 3: the backward of indexing (repeated indices accumulate)
 
-GETITEM_CASES = (
-    ((5,), np.array([1, 3, 1, 1])),
-    ((4, 3), np.array([2, 0, 2])),
-    ((4, 3), (np.array([0, 0, 3, 0]), np.array([1, 1, 2, 1]))),
-    ((6,), np.array([[0, 5], [5, 5]])),
-    ((4, 3), (slice(None), np.array([2, 2]))),
-    ((4, 3), slice(1, 3)),
-    ((4, 3), 2),
-    ((4, 3), (1, 2)),
+GETITEM_CASES = frozen(
+    __name__,
+    "GETITEM_CASES",
+    (
+        ((5,), np.array([1, 3, 1, 1])),
+        ((4, 3), np.array([2, 0, 2])),
+        ((4, 3), (np.array([0, 0, 3, 0]), np.array([1, 1, 2, 1]))),
+        ((6,), np.array([[0, 5], [5, 5]])),
+        ((4, 3), (slice(None), np.array([2, 2]))),
+        ((4, 3), slice(1, 3)),
+        ((4, 3), 2),
+        ((4, 3), (1, 2)),
+    ),
 )
 
 
@@ -281,7 +300,7 @@ def _repeats(shape: tuple, index) -> bool:
 def check_getitem_backward(op):
     """`op` is a Function for z = a[index]; repeated indices must add up their gradients."""
     rng = np.random.default_rng(3)
-    for shape, index in GETITEM_CASES:
+    for shape, index in cases_of(__name__, "GETITEM_CASES"):
         a = rng.normal(size=shape)
         ctx = _op_context(op, a)
         what = f"{op.__name__}: x of shape {shape}, z = x{_index_text(index)}"
@@ -333,7 +352,7 @@ def check_getitem_backward(op):
     )
     print(
         f"✓ {op.__name__}.backward: gradients land where each number came from, repeated "
-        f"indices add up ({len(GETITEM_CASES)} indexings, a real graph, gradcheck)"
+        f"indices add up ({_count('GETITEM_CASES')} indexings, a real graph, gradcheck)"
     )
     return picture
 
@@ -341,23 +360,27 @@ def check_getitem_backward(op):
 # --------------------------------------------------------------------------------------------
 # Exercise 4 (optional): the backward of mean over dims, with keepdim
 
-MEAN_CASES = (
-    ((3, 4), None, False),
-    ((3, 4), 1, False),
-    ((4, 4), 1, False),
-    ((4, 4), 0, False),
-    ((3, 4), 1, True),
-    ((2, 3, 4), (0, 2), False),
-    ((2, 3, 4), -1, True),
-    ((2, 3, 4), (0, 1), True),
-    ((5,), 0, False),
+MEAN_CASES = frozen(
+    __name__,
+    "MEAN_CASES",
+    (
+        ((3, 4), None, False),
+        ((3, 4), 1, False),
+        ((4, 4), 1, False),
+        ((4, 4), 0, False),
+        ((3, 4), 1, True),
+        ((2, 3, 4), (0, 2), False),
+        ((2, 3, 4), -1, True),
+        ((2, 3, 4), (0, 1), True),
+        ((5,), 0, False),
+    ),
 )
 
 
 def check_mean_backward(op):
     """`op` is a Function for z = mean of a over dim (keepdim optional)."""
     rng = np.random.default_rng(5)
-    for shape, dim, keepdim in MEAN_CASES:
+    for shape, dim, keepdim in cases_of(__name__, "MEAN_CASES"):
         a = rng.normal(size=shape)
         ctx = _op_context(op, a)
         what = f"{op.__name__}: x of shape {shape}, z = x.mean(dim={dim}, keepdim={keepdim})"
@@ -365,7 +388,19 @@ def check_mean_backward(op):
         z = np.asarray(call(f"{what}: forward", op.forward, ctx, a, dim=dim, keepdim=keepdim))
         _compare(f"{what}: forward", z, a.mean(axis=axes, keepdims=keepdim))
         g = rng.normal(size=z.shape)
-        got = call(f"{what}: backward", op.backward, ctx, g)
+        try:
+            got = call(f"{what}: backward", op.backward, ctx, g)
+        except AssertionError as error:
+            if keepdim or "broadcast" not in str(error):
+                raise
+            raise AssertionError(
+                f"{what}: backward could not spread the incoming gradient of shape {g.shape} "
+                f"over {shape}. Without keepdim the reduced dimensions are missing from it, and "
+                "broadcasting lines shapes up from the right, so they meet the wrong axes: here "
+                "NumPy refuses, and for a square input it would quietly give a wrong answer "
+                "(chapter 04, section 4, the square-matrix trap). Put the reduced dimensions "
+                "back as size 1 first (np.expand_dims), then spread."
+            ) from None
         if isinstance(got, tuple | list) and len(got) == 1:
             got = got[0]
         count = a.size // max(z.size, 1)
@@ -398,7 +433,7 @@ def check_mean_backward(op):
         expected,
     )
     print(
-        f"✓ {op.__name__}.backward: right for {len(MEAN_CASES)} choices of dim and keepdim, "
+        f"✓ {op.__name__}.backward: right for {_count('MEAN_CASES')} choices of dim and keepdim, "
         "in a real graph and under gradcheck"
     )
     return picture
@@ -407,15 +442,19 @@ def check_mean_backward(op):
 # --------------------------------------------------------------------------------------------
 # Exercise 5 (a real problem): the gradients of a batched matmul, batch dimensions broadcast
 
-BATCHED_SHAPES = (
-    ((2, 3), (3, 4)),
-    ((5, 2, 3), (3, 4)),
-    ((3, 4), (6, 4, 2)),
-    ((5, 2, 3), (5, 3, 4)),
-    ((2, 1, 3, 4), (5, 4, 2)),
-    ((1, 3, 4), (6, 4, 2)),
-    ((4, 1, 2, 3), (1, 5, 3, 2)),
-    ((3, 3), (2, 3, 3)),
+BATCHED_SHAPES = frozen(
+    __name__,
+    "BATCHED_SHAPES",
+    (
+        ((2, 3), (3, 4)),
+        ((5, 2, 3), (3, 4)),
+        ((3, 4), (6, 4, 2)),
+        ((5, 2, 3), (5, 3, 4)),
+        ((2, 1, 3, 4), (5, 4, 2)),
+        ((1, 3, 4), (6, 4, 2)),
+        ((4, 1, 2, 3), (1, 5, 3, 2)),
+        ((3, 3), (2, 3, 3)),
+    ),
 )
 
 
@@ -429,7 +468,7 @@ def _reference_matmul_grads(a: np.ndarray, b: np.ndarray, g: np.ndarray) -> tupl
 def check_batched_matmul(matmul_backward):
     """matmul_backward(a, b, grad) -> (grad_a, grad_b), each of exactly its operand's shape."""
     rng = np.random.default_rng(6)
-    for shape_a, shape_b in BATCHED_SHAPES:
+    for shape_a, shape_b in cases_of(__name__, "BATCHED_SHAPES"):
         a, b = rng.normal(size=shape_a), rng.normal(size=shape_b)
         g = rng.normal(size=(a @ b).shape)
         what = f"matmul_backward with a {shape_a}, b {shape_b} (z = a @ b has shape {g.shape})"
@@ -474,5 +513,5 @@ def check_batched_matmul(matmul_backward):
     )
     print(
         f"✓ matmul_backward: both gradients right, of exactly their operands' shapes, for "
-        f"{len(BATCHED_SHAPES)} pairs whose batch dimensions broadcast, and under gradcheck"
+        f"{_count('BATCHED_SHAPES')} pairs whose batch dimensions broadcast, and under gradcheck"
     )

@@ -13,7 +13,13 @@ from minilucid.nn import functional as F
 from minilucid.numerical import numerical_grad
 from minilucid.ops.softmax import LogSoftmax, logsumexp
 from minilucid.tensor import Tensor
-from minilucid_course.checks.common import call
+from minilucid_course.checks.common import call, cases_of, frozen
+
+
+def _count(name: str, right: bool | None = None) -> int:
+    """How many cases the check ran (for its ✓ line); with `right`, only those so marked."""
+    found = cases_of(__name__, name)
+    return len(found) if right is None else sum(bool(c[-1]) == right for c in found)
 
 
 def _show(x) -> str:
@@ -25,25 +31,29 @@ def _show(x) -> str:
 # --------------------------------------------------------------------------------------------
 # Exercise 2: a stable log_softmax forward
 
-_LOG_SOFTMAX_CASES = (
-    ("a small vector", np.array([1.0, 2.0, 3.0]), -1),
-    ("a batch of 2 rows of 3 logits", np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]]), -1),
+_LOG_SOFTMAX_CASES = frozen(
+    __name__,
+    "_LOG_SOFTMAX_CASES",
     (
-        "a 3 x 3 batch (keepdims matters even when the shapes happen to broadcast)",
-        np.array([[0.0, 1.0, 2.0], [4.0, 1.0, 0.5], [-1.0, 3.0, 1.0]]),
-        -1,
+        ("a small vector", np.array([1.0, 2.0, 3.0]), -1),
+        ("a batch of 2 rows of 3 logits", np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]]), -1),
+        (
+            "a 3 x 3 batch (keepdims matters even when the shapes happen to broadcast)",
+            np.array([[0.0, 1.0, 2.0], [4.0, 1.0, 0.5], [-1.0, 3.0, 1.0]]),
+            -1,
+        ),
+        ("a 2 x 3 array along dim=0 (columns)", np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]]), 0),
+        ("large logits", np.array([1000.0, 0.0, -1000.0]), -1),
+        ("logits far from zero", np.array([[3000.0, 1000.0, 0.0], [-3.0, 0.0, 2.0]]), -1),
+        ("very negative logits", np.array([-1000.0, -1001.0, -1003.0]), -1),
+        ("float32 logits around 100", np.array([[100.0, 90.0, 95.0]], dtype=np.float32), -1),
     ),
-    ("a 2 x 3 array along dim=0 (columns)", np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]]), 0),
-    ("large logits", np.array([1000.0, 0.0, -1000.0]), -1),
-    ("logits far from zero", np.array([[3000.0, 1000.0, 0.0], [-3.0, 0.0, 2.0]]), -1),
-    ("very negative logits", np.array([-1000.0, -1001.0, -1003.0]), -1),
-    ("float32 logits around 100", np.array([[100.0, 90.0, 95.0]], dtype=np.float32), -1),
 )
 
 
 def check_log_softmax(log_softmax_forward) -> None:
     """log_softmax_forward(a, dim) must equal a - logsumexp(a) and stay finite for any logits."""
-    for description, a, dim in _LOG_SOFTMAX_CASES:
+    for description, a, dim in cases_of(__name__, "_LOG_SOFTMAX_CASES"):
         a_in = a.copy()
         what = f"log_softmax_forward on {description} {_show(a)} with dim={dim}"
         hint = "Keep the reduced dimension (keepdims=True) so that it broadcasts back against a."
@@ -73,7 +83,7 @@ def check_log_softmax(log_softmax_forward) -> None:
                 hint = f" The probabilities exp(result) should sum to 1 along dim={dim}."
             raise AssertionError(f"{what}: expected {_show(expected)}, got {_show(got)}.{hint}")
     print(
-        f"✓ log_softmax_forward is right on {len(_LOG_SOFTMAX_CASES)} inputs, "
+        f"✓ log_softmax_forward is right on {_count('_LOG_SOFTMAX_CASES')} inputs, "
         "including logits of ±1000 and float32 logits of 100"
     )
 
@@ -127,12 +137,20 @@ def _sigmoid(a: np.ndarray) -> np.ndarray:
     return np.where(a >= 0, 1 / (1 + e), e / (1 + e))
 
 
-_SIGMOID_INPUTS = (
-    np.array([-2.0, -0.5, 0.0, 0.7, 3.0]),
-    np.array([[0.3, -1.2, 2.5], [-4.0, 1.0, 0.1]]),
-    np.array([-30.0, -8.0, 8.0, 30.0]),
+_SIGMOID_INPUTS = frozen(
+    __name__,
+    "_SIGMOID_INPUTS",
+    (
+        np.array([-2.0, -0.5, 0.0, 0.7, 3.0]),
+        np.array([[0.3, -1.2, 2.5], [-4.0, 1.0, 0.1]]),
+        np.array([-30.0, -8.0, 8.0, 30.0]),
+    ),
 )
-_SIGMOID_EXTREMES = np.array([-100.0, -88.0, -30.0, -5.0, 0.0, 5.0, 30.0, 89.0, 100.0])
+_SIGMOID_EXTREMES = frozen(
+    __name__,
+    "_SIGMOID_EXTREMES",
+    np.array([-100.0, -88.0, -30.0, -5.0, 0.0, 5.0, 30.0, 89.0, 100.0]),
+)
 
 
 def _wrong_value(name: str, what: str, data, expected, got, where: tuple, words: str):
@@ -169,9 +187,12 @@ def check_sigmoid(sigmoid_op) -> None:
     """
     name = sigmoid_op.__name__
     _display_now(your_sigmoid_picture(sigmoid_op))
-    cases = [(d, f"input {_show(d)}") for d in _SIGMOID_INPUTS]
+    cases = [(d, f"input {_show(d)}") for d in cases_of(__name__, "_SIGMOID_INPUTS")]
     cases.append(
-        (_SIGMOID_EXTREMES.astype(np.float32), f"float32 input {_show(_SIGMOID_EXTREMES)}")
+        (
+            cases_of(__name__, "_SIGMOID_EXTREMES").astype(np.float32),
+            f"float32 input {_show(cases_of(__name__, '_SIGMOID_EXTREMES'))}",
+        )
     )
     for k, (data, what) in enumerate(cases):
         weights = np.random.default_rng(k).uniform(0.5, 1.5, size=data.shape)
@@ -248,19 +269,23 @@ def your_sigmoid_picture(sigmoid_op):
 # --------------------------------------------------------------------------------------------
 # Exercise 4: cross_entropy from log_softmax and indexing
 
-_CROSS_ENTROPY_CASES = (
+_CROSS_ENTROPY_CASES = frozen(
+    __name__,
+    "_CROSS_ENTROPY_CASES",
     (
-        "4 examples of 3 classes",
-        np.array([[2.0, 0.5, -1.0], [0.1, 0.2, 3.0], [-0.3, 1.4, 0.0], [1.0, 1.0, 1.0]]),
-        np.array([0, 2, 1, 1]),
+        (
+            "4 examples of 3 classes",
+            np.array([[2.0, 0.5, -1.0], [0.1, 0.2, 3.0], [-0.3, 1.4, 0.0], [1.0, 1.0, 1.0]]),
+            np.array([0, 2, 1, 1]),
+        ),
+        (
+            "a 3 x 3 batch (row and class indices have the same range)",
+            np.array([[0.2, 1.5, -0.4], [2.2, 0.1, 0.8], [-1.0, 0.3, 1.9]]),
+            np.array([1, 2, 0]),
+        ),
+        ("one example", np.array([[0.5, -0.5, 1.5, 0.0]]), np.array([3])),
+        ("large logits", np.array([[1000.0, 0.0, -1000.0], [0.0, 1000.0, 0.0]]), np.array([2, 0])),
     ),
-    (
-        "a 3 x 3 batch (row and class indices have the same range)",
-        np.array([[0.2, 1.5, -0.4], [2.2, 0.1, 0.8], [-1.0, 0.3, 1.9]]),
-        np.array([1, 2, 0]),
-    ),
-    ("one example", np.array([[0.5, -0.5, 1.5, 0.0]]), np.array([3])),
-    ("large logits", np.array([[1000.0, 0.0, -1000.0], [0.0, 1000.0, 0.0]]), np.array([2, 0])),
 )
 
 
@@ -275,7 +300,7 @@ def _expected_cross_entropy(logits: np.ndarray, targets: np.ndarray):
 
 def check_cross_entropy(cross_entropy) -> None:
     """Value and gradient of the learner's loss against the fused op, on tricky batches."""
-    for description, data, targets in _CROSS_ENTROPY_CASES:
+    for description, data, targets in cases_of(__name__, "_CROSS_ENTROPY_CASES"):
         logits = Tensor(data.copy(), requires_grad=True)
         what = (
             f"your cross_entropy on {description}, logits {_show(data)}, targets {_show(targets)}"
@@ -313,7 +338,7 @@ def check_cross_entropy(cross_entropy) -> None:
             )
     print(
         f"✓ cross_entropy matches the fused op in value and gradient on "
-        f"{len(_CROSS_ENTROPY_CASES)} batches, including logits of ±1000"
+        f"{_count('_CROSS_ENTROPY_CASES')} batches, including logits of ±1000"
     )
 
 
@@ -353,49 +378,53 @@ def your_cross_entropy_graph(cross_entropy):
 # --------------------------------------------------------------------------------------------
 # Exercise 5 (optional): gradcheck's comparison loop
 
-_COMPARE_CASES = (
+_COMPARE_CASES = frozen(
+    __name__,
+    "_COMPARE_CASES",
     (
-        "two inputs that agree up to rounding",
-        [np.array([1.0, -2.0, 3.0]), np.array([[0.5, 0.25], [2.0, -1.0]])],
-        [np.array([1.0 + 3e-9, -2.0, 3.0 - 1e-8]), np.array([[0.5, 0.25 + 1e-9], [2.0, -1.0]])],
-        None,
-    ),
-    (
-        "input 1 wrong at one entry",
-        [np.array([1.0, 2.0]), np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])],
-        [np.array([1.0, 2.0]), np.array([[0.1, 0.2, 0.9], [0.4, 0.5, 0.6]])],
-        (1, (0, 2)),
-    ),
-    (
-        "large gradients that agree to 6 significant digits",
-        [np.array([12345.6, -98765.4])],
-        [np.array([12345.61, -98765.38])],
-        None,
-    ),
-    (
-        "gradients near zero that agree to 1e-9",
-        [np.array([[1e-9, 0.0], [0.0, -2e-9]])],
-        [np.array([[0.0, 1e-9], [0.0, 0.0]])],
-        None,
-    ),
-    (
-        "input 0 wrong at two entries, the later one more so",
-        [np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])],
-        [np.array([[1.0, 2.0, 3.0], [4.5, 5.0, 9.0]])],
-        (0, (1, 0)),
-    ),
-    (
-        "both inputs wrong",
-        [np.array([1.0, 2.0, 3.0]), np.array([7.0])],
-        [np.array([1.0, 2.0, -3.0]), np.array([-7.0])],
-        (0, (2,)),
+        (
+            "two inputs that agree up to rounding",
+            [np.array([1.0, -2.0, 3.0]), np.array([[0.5, 0.25], [2.0, -1.0]])],
+            [np.array([1.0 + 3e-9, -2.0, 3.0 - 1e-8]), np.array([[0.5, 0.25 + 1e-9], [2.0, -1.0]])],
+            None,
+        ),
+        (
+            "input 1 wrong at one entry",
+            [np.array([1.0, 2.0]), np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])],
+            [np.array([1.0, 2.0]), np.array([[0.1, 0.2, 0.9], [0.4, 0.5, 0.6]])],
+            (1, (0, 2)),
+        ),
+        (
+            "large gradients that agree to 6 significant digits",
+            [np.array([12345.6, -98765.4])],
+            [np.array([12345.61, -98765.38])],
+            None,
+        ),
+        (
+            "gradients near zero that agree to 1e-9",
+            [np.array([[1e-9, 0.0], [0.0, -2e-9]])],
+            [np.array([[0.0, 1e-9], [0.0, 0.0]])],
+            None,
+        ),
+        (
+            "input 0 wrong at two entries, the later one more so",
+            [np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])],
+            [np.array([[1.0, 2.0, 3.0], [4.5, 5.0, 9.0]])],
+            (0, (1, 0)),
+        ),
+        (
+            "both inputs wrong",
+            [np.array([1.0, 2.0, 3.0]), np.array([7.0])],
+            [np.array([1.0, 2.0, -3.0]), np.array([-7.0])],
+            (0, (2,)),
+        ),
     ),
 )
 
 
 def check_first_disagreement(first_disagreement) -> None:
     """(input index, entry) of the first entry where analytic and numeric gradients differ."""
-    for description, analytic, numeric, expected in _COMPARE_CASES:
+    for description, analytic, numeric, expected in cases_of(__name__, "_COMPARE_CASES"):
         what = (
             f"first_disagreement on {description}: analytic "
             f"[{', '.join(map(_show, analytic))}], numeric [{', '.join(map(_show, numeric))}]"
@@ -463,27 +492,44 @@ def _softplus(a: np.ndarray) -> np.ndarray:
     return np.maximum(a, 0) + np.log1p(np.exp(-np.abs(a)))
 
 
-_SOFTPLUS_CASES = (
-    ("moderate inputs", np.array([-3.0, -0.5, 0.0, 0.25, 2.0])),
-    ("a 2 x 3 batch", np.array([[0.3, -1.2, 4.0], [-7.0, 1.0, 0.1]])),
-    ("large inputs", np.array([-1000.0, -50.0, 50.0, 1000.0])),
-    ("inputs whose results are tiny", np.array([-40.0, -37.0, -745.0])),
-    ("float32 inputs", np.array([-100.0, -20.0, -1.0, 0.0, 1.0, 20.0, 100.0], dtype=np.float32)),
+_SOFTPLUS_CASES = frozen(
+    __name__,
+    "_SOFTPLUS_CASES",
+    (
+        ("moderate inputs", np.array([-3.0, -0.5, 0.0, 0.25, 2.0])),
+        ("a 2 x 3 batch", np.array([[0.3, -1.2, 4.0], [-7.0, 1.0, 0.1]])),
+        ("large inputs", np.array([-1000.0, -50.0, 50.0, 1000.0])),
+        ("inputs whose results are tiny", np.array([-40.0, -37.0, -745.0])),
+        (
+            "float32 inputs",
+            np.array([-100.0, -20.0, -1.0, 0.0, 1.0, 20.0, 100.0], dtype=np.float32),
+        ),
+    ),
 )
 
 
 def _run_op(op, data: np.ndarray, weights: np.ndarray, what: str, hint: str = "", **kwargs):
     """Forward and backward of a learner's op; overflow and nan are errors, not warnings."""
     a = Tensor(data.copy(), requires_grad=True)
+    stage = "forward"
     try:
         with np.errstate(over="raise", invalid="raise", divide="raise", under="ignore"):
             out = op.apply(a, **kwargs)
+            stage = "backward"
             (got,) = ml.grad(out, [a], np.asarray(weights, dtype=data.dtype))
     except NotImplementedError:
         raise
     except FloatingPointError as error:
+        if stage == "backward":
+            raise AssertionError(
+                f"{op.__name__}.backward on {what}: NumPy reports {error} (an exp overflowed, "
+                "or a log met 0, or inf met inf). Your forward got through; it is the backward "
+                "that computes something too large. Write the derivative from what forward "
+                "saved (its output, for instance), so that backward needs no exp of a large "
+                "number."
+            ) from None
         raise AssertionError(
-            f"{op.__name__} on {what}: NumPy reports {error} on the way (an exp overflowed, or "
+            f"{op.__name__} forward on {what}: NumPy reports {error} (an exp overflowed, or "
             "a log met 0, or inf met inf). Rearrange so that exp only ever sees numbers <= 0, "
             "such as -|a| (float32 overflows above exp(88.7)). Careful: np.where computes both "
             "of its branches for every entry."
@@ -506,7 +552,7 @@ def _first_bad(got, expected, rtol, atol):
 def check_softplus(softplus_op) -> None:
     """softplus(a) = log(1 + e^a) and its gradient sigmoid(a), right at every scale."""
     name = softplus_op.__name__
-    for k, (description, data) in enumerate(_SOFTPLUS_CASES):
+    for k, (description, data) in enumerate(cases_of(__name__, "_SOFTPLUS_CASES")):
         what = f"{description} {_show(data)}" + (" (float32)" if data.dtype == np.float32 else "")
         weights = np.random.default_rng(10 + k).uniform(0.5, 1.5, size=data.shape)
         z_got, got = _run_op(softplus_op, data, weights, what)
@@ -544,11 +590,14 @@ def check_softplus(softplus_op) -> None:
                 f"{float(expected[where]):.6g}, got {float(got[where]):.6g}.{words}"
             )
     try:
-        ml.gradcheck(softplus_op.apply, (Tensor(_SOFTPLUS_CASES[1][1].copy(), requires_grad=True),))
+        ml.gradcheck(
+            softplus_op.apply,
+            (Tensor(cases_of(__name__, "_SOFTPLUS_CASES")[1][1].copy(), requires_grad=True),),
+        )
     except GradcheckError as error:
         raise AssertionError(f"{name} fails gradcheck: {error}") from None
     print(
-        f"✓ {name}: values and gradients right on {len(_SOFTPLUS_CASES)} inputs from -1000 to "
+        f"✓ {name}: values and gradients right on {_count('_SOFTPLUS_CASES')} inputs from -1000 to "
         "1000, float32 and tiny results that keep their digits included"
     )
 
@@ -558,26 +607,30 @@ def _logsumexp(a: np.ndarray, dim: int, keepdim: bool) -> np.ndarray:
     return out if keepdim else np.squeeze(out, axis=dim)
 
 
-_LOGSUMEXP_CASES = (
-    ("a small vector", np.array([1.0, 2.0, 3.0]), -1, False),
-    ("large logits", np.array([1000.0, 999.0, 998.0]), -1, False),
-    ("very negative logits", np.array([-1000.0, -1001.0, -1003.0]), -1, False),
-    ("rows far apart", np.array([[1000.0, 0.0, -1000.0], [-3.0, 0.0, 2.0]]), 1, False),
-    ("rows, keepdim=True", np.array([[0.5, -1.0, 2.0], [800.0, 801.0, 799.0]]), 1, True),
+_LOGSUMEXP_CASES = frozen(
+    __name__,
+    "_LOGSUMEXP_CASES",
     (
-        "a 3 x 3 array along dim=0 (columns)",
-        np.array([[0.0, 1.0, 2.0], [4.0, 1.0, 0.5], [-1.0, 3.0, 1.0]]),
-        0,
-        False,
+        ("a small vector", np.array([1.0, 2.0, 3.0]), -1, False),
+        ("large logits", np.array([1000.0, 999.0, 998.0]), -1, False),
+        ("very negative logits", np.array([-1000.0, -1001.0, -1003.0]), -1, False),
+        ("rows far apart", np.array([[1000.0, 0.0, -1000.0], [-3.0, 0.0, 2.0]]), 1, False),
+        ("rows, keepdim=True", np.array([[0.5, -1.0, 2.0], [800.0, 801.0, 799.0]]), 1, True),
+        (
+            "a 3 x 3 array along dim=0 (columns)",
+            np.array([[0.0, 1.0, 2.0], [4.0, 1.0, 0.5], [-1.0, 3.0, 1.0]]),
+            0,
+            False,
+        ),
+        ("float32 logits around 100", np.array([[100.0, 90.0, 95.0]], dtype=np.float32), -1, False),
     ),
-    ("float32 logits around 100", np.array([[100.0, 90.0, 95.0]], dtype=np.float32), -1, False),
 )
 
 
 def check_logsumexp(logsumexp_op) -> None:
     """log(sum(exp(a))) along dim as an op: values, keepdim, and its gradient softmax(a)."""
     name = logsumexp_op.__name__
-    for k, (description, data, dim, keepdim) in enumerate(_LOGSUMEXP_CASES):
+    for k, (description, data, dim, keepdim) in enumerate(cases_of(__name__, "_LOGSUMEXP_CASES")):
         what = f"{description} {_show(data)} with dim={dim}, keepdim={keepdim}"
         expected_z = _logsumexp(data, dim, keepdim)
         weights = np.random.default_rng(20 + k).uniform(0.5, 1.5, size=expected_z.shape)
@@ -619,6 +672,6 @@ def check_logsumexp(logsumexp_op) -> None:
     except GradcheckError as error:
         raise AssertionError(f"{name} fails gradcheck along dim=0: {error}") from None
     print(
-        f"✓ {name}: values and gradients right on {len(_LOGSUMEXP_CASES)} inputs, logits of "
+        f"✓ {name}: values and gradients right on {_count('_LOGSUMEXP_CASES')} inputs, logits of "
         "±1000, float32, keepdim and dim=0 included"
     )

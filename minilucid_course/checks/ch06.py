@@ -6,11 +6,16 @@ AssertionError with a plain-words message on the first problem, and prints one l
 
 import numpy as np
 
-import minilucid as ml
 from minilucid.grad_mode import is_grad_enabled, set_grad_enabled
 from minilucid.nn import functional as F
 from minilucid.tensor import Tensor
-from minilucid_course.checks.common import call
+from minilucid_course.checks.common import call, cases_of, frozen
+
+
+def _count(name: str, right: bool | None = None) -> int:
+    """How many cases the check ran (for its ✓ line); with `right`, only those so marked."""
+    found = cases_of(__name__, name)
+    return len(found) if right is None else sum(bool(c[-1]) == right for c in found)
 
 
 def _show(x) -> str:
@@ -145,23 +150,27 @@ def line_data() -> tuple:
 # --------------------------------------------------------------------------------------------
 # Exercise 3: a gradient-clipping hook
 
-_CLIP_CASES = (
-    ("a gradient of norm 5", np.array([3.0, 4.0]), 1.0, np.array([0.6, 0.8])),
-    ("a short gradient (norm 0.5)", np.array([0.3, -0.4]), 1.0, np.array([0.3, -0.4])),
-    ("a gradient with a negative entry", np.array([-6.0, 8.0]), 5.0, np.array([-3.0, 4.0])),
+_CLIP_CASES = frozen(
+    __name__,
+    "_CLIP_CASES",
     (
-        "a 2 x 2 gradient of norm 5",
-        np.array([[1.0, 2.0], [2.0, 4.0]]),
-        2.5,
-        np.array([[0.5, 1.0], [1.0, 2.0]]),
+        ("a gradient of norm 5", np.array([3.0, 4.0]), 1.0, np.array([0.6, 0.8])),
+        ("a short gradient (norm 0.5)", np.array([0.3, -0.4]), 1.0, np.array([0.3, -0.4])),
+        ("a gradient with a negative entry", np.array([-6.0, 8.0]), 5.0, np.array([-3.0, 4.0])),
+        (
+            "a 2 x 2 gradient of norm 5",
+            np.array([[1.0, 2.0], [2.0, 4.0]]),
+            2.5,
+            np.array([[0.5, 1.0], [1.0, 2.0]]),
+        ),
+        ("a zero gradient", np.zeros(3), 1.0, np.zeros(3)),
     ),
-    ("a zero gradient", np.zeros(3), 1.0, np.zeros(3)),
 )
 
 
 def check_clip_hook(clip_hook) -> None:
     """clip_hook(max_norm) returns hook(grad): grad scaled to norm max_norm when longer."""
-    for description, g, max_norm, expected in _CLIP_CASES:
+    for description, g, max_norm, expected in cases_of(__name__, "_CLIP_CASES"):
         hook = call(f"clip_hook({max_norm})", clip_hook, max_norm)
         if not callable(hook):
             raise AssertionError(
@@ -199,7 +208,7 @@ def check_clip_hook(clip_hook) -> None:
             raise AssertionError(f"{what}: {words}")
     _clip_in_a_graph(clip_hook)
     print(
-        f"✓ clip_hook is right on {len(_CLIP_CASES)} gradients and clips the gradient "
+        f"✓ clip_hook is right on {_count('_CLIP_CASES')} gradients and clips the gradient "
         "flowing through a real graph"
     )
 
@@ -233,65 +242,64 @@ def your_clip_hook_picture(clip_hook):
 
 
 # --------------------------------------------------------------------------------------------
-# Exercise 2: stop_gradient
+# Exercise 2: StopGradient, an op
 
 
-def check_stop_gradient(stop_gradient) -> None:
-    """stop_gradient(x): same numbers, a constant for backward; x itself untouched."""
-    x = Tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
-    what = f"stop_gradient(x) with x = {_show(x.data)} (a leaf that requires grad)"
-    s = call(what, stop_gradient, x)
-    if not x.requires_grad:
+def check_stop_gradient(StopGradient) -> None:
+    """StopGradient.apply(x): the same numbers in a new array; no gradient back to x."""
+    for x, kind in (
+        (Tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True), "a leaf that requires grad"),
+        (Tensor(np.array([[0.5, -1.0]]), requires_grad=True) * 2.0, "computed by an op"),
+    ):
+        what = f"StopGradient.apply(x) with x = {_show(x.data)} ({kind})"
+        s = call(what, StopGradient.apply, x, returns=Tensor)
+        if s.shape != x.shape or not np.array_equal(s.data, x.data):
+            raise AssertionError(
+                f"{what}: forward should give the same numbers {_show(x.data)}, got {_show(s.data)}"
+            )
+        if np.shares_memory(s.data, x.data):
+            raise AssertionError(
+                f"{what}: forward returned the input's own array, so an in-place change of the "
+                "result would change x too. Return a new array with the same numbers."
+            )
+        if not x.requires_grad:
+            raise AssertionError(f"{what} switched off x.requires_grad; leave x as it is")
+
+    # in an expression: y = sum(x * stop(x)) has dy/dx = x, not 2 x
+    x = Tensor(np.array([1.0, -2.0, 3.0]), requires_grad=True)
+    y = (x * call("StopGradient.apply(x)", StopGradient.apply, x, returns=Tensor)).sum()
+    call(
+        "backward of sum(x * StopGradient.apply(x))",
+        y.backward,
+        hint="Your backward must return one array of the input's shape (or None).",
+    )
+    if x.grad is None or x.grad.shape != x.shape:
+        got = "no gradient" if x.grad is None else f"a gradient of shape {x.grad.shape}"
         raise AssertionError(
-            f"{what} switched off x.requires_grad: that freezes x itself, for every other use "
-            "of it too. Return a new tensor and leave x as it is."
+            f"for y = sum(x * StopGradient.apply(x)) with x of shape {x.shape}, x got {got}; "
+            "backward must return one gradient of the input's shape (or None)"
         )
-    _same_numbers_no_grad(s, x, what)
-
-    h = x * 2.0
-    what = "stop_gradient(h) with h = x * 2 (computed by an op, so not a leaf)"
-    s = call(what, stop_gradient, h)
-    _same_numbers_no_grad(s, h, what)
-
-    # in an expression: y = sum(x * stop_gradient(x)) has dy/dx = x, not 2 x
-    x = Tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
-    y = (x * call("stop_gradient(x)", stop_gradient, x)).sum()
-    call("backward of sum(x * stop_gradient(x))", y.backward)
+    if np.allclose(x.grad, 2 * x.data):
+        raise AssertionError(
+            "for y = sum(x * StopGradient.apply(x)), dy/dx came out as 2 x: your backward "
+            "passes the gradient through. A constant sends nothing back: zeros (or None)."
+        )
     if not np.allclose(x.grad, x.data):
         raise AssertionError(
-            f"for y = sum(x * stop_gradient(x)) with x = {_show(x.data)}, dy/dx should be x "
-            f"= {_show(x.data)} (only the first factor passes a gradient); got {_show(x.grad)}"
+            f"for y = sum(x * StopGradient.apply(x)) with x = {_show(x.data)}, dy/dx should "
+            f"be x itself (only the first factor passes a gradient); got {_show(x.grad)}"
         )
-    print("✓ stop_gradient passes the numbers and stops the gradient, on leaves and non-leaves")
+    print("✓ StopGradient passes the numbers and stops the gradient, on leaves and non-leaves")
 
 
-def _same_numbers_no_grad(s, x: Tensor, what: str) -> None:
-    if not isinstance(s, Tensor):
-        raise AssertionError(f"{what} returned {type(s).__name__}; return a Tensor")
-    if s is x:
-        raise AssertionError(
-            f"{what} returned x itself, so gradients still flow through it; return a new tensor"
-        )
-    if s.shape != x.shape or not np.array_equal(s.data, x.data):
-        raise AssertionError(
-            f"{what}: expected the same numbers {_show(x.data)}, got {_show(s.data)}"
-        )
-    if s.requires_grad:
-        kind = f"is the output of {_op_name(s)}" if s.grad_fn is not None else "is a leaf"
-        raise AssertionError(
-            f"{what} returned a tensor that still requires grad (it {kind}); backward would "
-            "still send it a gradient. Return a tensor that does not require grad."
-        )
-
-
-def your_stop_gradient_graph(stop_gradient):
-    """The backward pass of y = sum(h * stop_gradient(h)), h = 2 x."""
+def your_stop_gradient_graph(StopGradient):
+    """The backward pass of y = sum(h * stopped), stopped = StopGradient.apply(h), h = 2 x."""
     from minilucid import viz
 
     x = Tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True, name="x")
     h = x * 2.0
     h.name = "h"
-    s = stop_gradient(h)
+    s = StopGradient.apply(h)
     s.name = "stopped"
     y = (h * s).sum()
     y.name = "y"
@@ -299,56 +307,77 @@ def your_stop_gradient_graph(stop_gradient):
 
 
 # --------------------------------------------------------------------------------------------
-# Exercise 4 (optional): the training loop that does not learn
+# Exercise 4 (optional): the gradients of intermediate tensors, caught by hooks
 
 
-def _reference_fit(steps: int, lr: float) -> tuple:
-    x, y = line_data()
-    w = Tensor(np.zeros((), dtype=np.float32), requires_grad=True)
-    b = Tensor(np.zeros((), dtype=np.float32), requires_grad=True)
-    losses = []
-    for _ in range(steps):
-        loss = F.mse_loss(w * x + b, y)
-        loss.backward()
-        with ml.no_grad():
-            w.data -= lr * w.grad
-            b.data -= lr * b.grad
-        w.grad = b.grad = None
-        losses.append(loss.item())
-    return w.item(), b.item(), losses
+def _hook_graph():
+    """x -> h = x * w -> u = tanh(h) -> loss = sum(h * u + u); h and u are used twice."""
+    x = Tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True, name="x")
+    w = Tensor(np.array([1.5, 0.5, -0.25]), requires_grad=True, name="w")
+    h = x * w
+    u = h.tanh()
+    loss = (h * u + u).sum()
+    return loss, {"x": x, "h": h, "u": u}
 
 
-def check_train(train) -> None:
-    """train(steps, lr) -> (w, b, losses) must match a loop that zeroes gradients every step."""
-    steps, lr = 40, 0.1
-    result = call(f"train(steps={steps}, lr={lr})", train, steps, lr)
-    try:
-        w, b, losses = result
-        w, b = float(w), float(b)
-        losses = [float(v) for v in losses]
-    except (TypeError, ValueError):
-        raise AssertionError(
-            f"train(steps={steps}, lr={lr}) should return (w, b, losses); got {result!r}"
-        ) from None
-    w_ref, b_ref, losses_ref = _reference_fit(steps, lr)
-    if len(losses) != steps:
-        raise AssertionError(f"train ran {len(losses)} steps, expected {steps}")
-    if np.isclose(w, 0) and np.isclose(b, 0):
-        raise AssertionError(
-            "after training, w and b are still 0: the gradients were cleared before the update "
-            "used them. Zero them after the update (or before the next backward)."
-        )
-    if not (np.isclose(w, w_ref, atol=1e-4) and np.isclose(b, b_ref, atol=1e-4)):
-        first = ", ".join(f"{v:.3f}" for v in losses[:8])
-        hint = ""
-        if max(losses[-10:]) > 2 * min(losses[-10:]):
-            hint = " The loss swings up and down: old gradients are still being added in."
-        raise AssertionError(
-            f"after {steps} steps the fit should be w = {w_ref:.4f}, b = {b_ref:.4f} "
-            f"(loss {losses_ref[-1]:.4f}); yours is w = {w:.4f}, b = {b:.4f} with losses "
-            f"{first}, ...{hint}"
-        )
-    print(
-        f"✓ train learns the line: w = {w:.3f}, b = {b:.3f}, loss {losses[0]:.3f} -> "
-        f"{losses[-1]:.4f}"
+def _expected_hook_grads() -> dict:
+    loss, tensors = _hook_graph()
+    for t in tensors.values():
+        t.retain_grad()
+    loss.backward()
+    return {name: np.array(t.grad) for name, t in tensors.items()}
+
+
+def _refuse_retain_grad(self) -> None:
+    raise AssertionError(
+        "grads_by_hooks called retain_grad(); catch each gradient with register_hook instead"
     )
+
+
+def check_hook_grads(grads_by_hooks) -> None:
+    """grads_by_hooks(loss, tensors) -> {name: gradient}: by hooks, one backward, no change."""
+    expected = _expected_hook_grads()
+    loss, tensors = _hook_graph()
+    names = ", ".join(tensors)
+    what = f"grads_by_hooks(loss, {{{names}}}) for loss = sum(h * u + u), u = tanh(h), h = x * w"
+    kept = Tensor.retain_grad
+    Tensor.retain_grad = _refuse_retain_grad
+    try:
+        caught = call(what, grads_by_hooks, loss, tensors, returns=dict)
+    finally:
+        Tensor.retain_grad = kept
+    if set(caught) != set(tensors):
+        missing = sorted(set(tensors) - set(caught))
+        extra = sorted(set(caught) - set(tensors))
+        raise AssertionError(
+            f"{what} returned the names {sorted(caught)}; expected {sorted(tensors)}"
+            + (f" (missing {missing})" if missing else "")
+            + (f" (not asked for {extra})" if extra else "")
+            + (
+                ". A hook defined in a loop sees the loop variable's last value when it runs, "
+                "unless it keeps its own (a default argument, name=name)."
+                if caught and missing
+                else ". Register one hook per tensor before the backward."
+            )
+        )
+    for name, t in tensors.items():
+        got = caught[name]
+        if got is None or np.shape(got) != t.shape:
+            raise AssertionError(
+                f"{what}: the gradient for {name!r} is "
+                + ("None" if got is None else f"of shape {np.shape(got)}")
+                + f"; expected an array of shape {t.shape}"
+            )
+    if tensors["x"].grad is None or not np.allclose(tensors["x"].grad, expected["x"]):
+        raise AssertionError(
+            f"{what}: afterwards x.grad is not d(loss)/d(x): your hooks changed the gradients "
+            "on their way (a hook that only records must return None), or backward ran more "
+            "than once (each run adds into .grad). Register, then one backward."
+        )
+    wrong = [n for n in tensors if not np.allclose(caught[n], expected[n], rtol=1e-9, atol=1e-12)]
+    if wrong:
+        hint = " Each hook must record the gradient that arrives at its own tensor."
+        raise AssertionError(
+            f"{what}: the gradient for {wrong[0]!r} is not d(loss)/d({wrong[0]}).{hint}"
+        )
+    print(f"✓ grads_by_hooks catches the gradients at {names} with one backward")

@@ -14,9 +14,10 @@ import numpy as np
 import minilucid as ml
 from minilucid.optim import Optimizer
 from minilucid.tensor import Tensor
-from minilucid_course.checks.common import call
+from minilucid_course.checks.common import call, cases_of, frozen
 
-SHAPES = [(3,), (2, 2)]  # two parameters that get gradients; a third, (1,), never does
+# two parameters that get gradients; a third, (1,), never does
+SHAPES = frozen(__name__, "SHAPES", [(3,), (2, 2)])
 
 
 def _show(x) -> str:
@@ -29,7 +30,7 @@ def _gradients(steps: int, seed: int, small: bool = False) -> list:
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(steps):
-        grads = [rng.normal(size=s) for s in SHAPES]
+        grads = [rng.normal(size=s) for s in cases_of(__name__, "SHAPES")]
         if small:  # one entry of each around 1e-3: there eps matters
             grads = [
                 g * np.where(np.arange(g.size).reshape(g.shape) == 0, 1e-3, 1.0) for g in grads
@@ -39,7 +40,9 @@ def _gradients(steps: int, seed: int, small: bool = False) -> list:
 
 
 def _start() -> list:
-    return [np.linspace(-1.0, 1.0, int(np.prod(s))).reshape(s) for s in SHAPES] + [np.ones(1)]
+    return [
+        np.linspace(-1.0, 1.0, int(np.prod(s))).reshape(s) for s in cases_of(__name__, "SHAPES")
+    ] + [np.ones(1)]
 
 
 def _drive(make, gradients, what: str, after_step) -> tuple:
@@ -183,7 +186,7 @@ def check_sgd(MySGD) -> None:
 # --------------------------------------------------------------------------------------------
 # Exercise 2: Adam from the paper's equations
 
-ADAM = dict(lr=0.1, betas=(0.8, 0.9), eps=1e-3)
+ADAM = frozen(__name__, "ADAM", dict(lr=0.1, betas=(0.8, 0.9), eps=1e-3))
 
 
 def _adam_reference(
@@ -229,7 +232,7 @@ def _adam_reference(
 
 
 def _adam_mistakes(gradients) -> dict:
-    a = ADAM
+    a = cases_of(__name__, "ADAM")
 
     def ref(**kw):
         return _adam_reference(gradients, a["lr"], a["betas"], a["eps"], **kw)
@@ -278,7 +281,7 @@ def _adam_mistakes(gradients) -> dict:
 def _adam_steps(MyAdam, gradients, params_from=None, opt_state=None):
     """Run MyAdam(**ADAM) over the gradients, optionally from saved parameters and state."""
     params = [ml.tensor(v.copy(), requires_grad=True) for v in (params_from or _start())]
-    opt = call("creating MyAdam", lambda: MyAdam(params, **ADAM))
+    opt = call("creating MyAdam", lambda: MyAdam(params, **cases_of(__name__, "ADAM")))
     if opt_state is not None:
         call("load_state_dict", opt.load_state_dict, opt_state)
     for grads in gradients:
@@ -295,10 +298,10 @@ def check_adam(MyAdam) -> None:
     if issubclass(MyAdam, ml.optim.Adam):
         raise AssertionError("MyAdam inherits from minilucid's Adam: derive it from Optimizer")
     gradients = _gradients(12, seed=4, small=True)
-    expected = _adam_reference(gradients, **ADAM)
+    expected = _adam_reference(gradients, **cases_of(__name__, "ADAM"))
     mistakes = _adam_mistakes(gradients)
     opt, params = _drive(
-        lambda ps: MyAdam(ps, **ADAM),
+        lambda ps: MyAdam(ps, **cases_of(__name__, "ADAM")),
         gradients,
         "MyAdam",
         lambda k, params: _compare(k, params, expected[k - 1], mistakes, "MyAdam"),
@@ -408,8 +411,8 @@ def check_clip_grad_norm(clip_grad_norm) -> None:
 # --------------------------------------------------------------------------------------------
 # Exercise 4: warm-up, then cosine
 
-WARMUP = dict(warmup=5, total=30, eta_min=0.001)
-BASES = (0.1, 0.01)
+WARMUP = frozen(__name__, "WARMUP", dict(warmup=5, total=30, eta_min=0.001))
+BASES = frozen(__name__, "BASES", (0.1, 0.01))
 EPOCHS = 40
 
 
@@ -417,13 +420,17 @@ def _warmup_reference(
     start_at_zero=False, ignore_warmup=False, one_base=False, no_floor=False, compound=False
 ) -> list:
     """lr of each group after epochs 0..EPOCHS; the flags make the usual mistakes."""
-    warmup, total, low = WARMUP["warmup"], WARMUP["total"], WARMUP["eta_min"]
-    current = list(BASES)
+    warmup, total, low = (
+        cases_of(__name__, "WARMUP")["warmup"],
+        cases_of(__name__, "WARMUP")["total"],
+        cases_of(__name__, "WARMUP")["eta_min"],
+    )
+    current = list(cases_of(__name__, "BASES"))
     out = []
     for e in range(EPOCHS + 1):
         row = []
-        for g, base in enumerate(BASES):
-            base = BASES[0] if one_base else current[g] if compound else base
+        for g, base in enumerate(cases_of(__name__, "BASES")):
+            base = cases_of(__name__, "BASES")[0] if one_base else current[g] if compound else base
             if e < warmup:
                 lr = base * (e if start_at_zero else e + 1) / warmup
             elif e >= total and not no_floor:
@@ -469,15 +476,15 @@ def _warmup_mistakes() -> dict:
 def check_warmup_cosine(WarmupCosine) -> None:
     """WarmupCosine's lr, epoch by epoch, in two parameter groups, against the formula."""
     params = [ml.tensor([1.0], requires_grad=True), ml.tensor([2.0], requires_grad=True)]
-    groups = [{"params": params[:1]}, {"params": params[1:], "lr": BASES[1]}]
-    opt = ml.optim.SGD(groups, lr=BASES[0])
+    groups = [{"params": params[:1]}, {"params": params[1:], "lr": cases_of(__name__, "BASES")[1]}]
+    opt = ml.optim.SGD(groups, lr=cases_of(__name__, "BASES")[0])
     hint = "get_lr must return a list: one lr for each parameter group"
     sched = call(
         "WarmupCosine(opt, warmup=5, total=30, eta_min=0.001)",
         WarmupCosine,
         opt,
         hint=hint,
-        **WARMUP,
+        **cases_of(__name__, "WARMUP"),
     )
     got = [call("get_last_lr()", sched.get_last_lr, returns=list)]
     for _ in range(EPOCHS):

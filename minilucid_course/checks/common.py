@@ -13,6 +13,8 @@ of its test cases or expected values.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import numpy as np
 
 NOT_DONE = (
@@ -79,3 +81,49 @@ def call(what: str, fn, *args, returns: type | tuple | None = None, hint: str = 
 def number(x) -> str:
     """A number as a check prints it: six significant digits."""
     return f"{float(x):.6g}"
+
+
+# --- the cases a check runs: frozen at import, read from the frozen copy -------------------
+#
+# A check's case lists live in its module as `NAME = frozen(__name__, "NAME", [...])`, and the
+# check reads them with `cases_of(__name__, "NAME")`. The module attribute is a tuple (or a
+# read-only mapping) that cannot be cleared, and the check does not read it: an answer cell that
+# empties or replaces it (`checks.ch03.GRAPHS = ()`) changes nothing. No cases: the check fails.
+
+_REGISTRY: dict[tuple[str, str], object] = {}
+REGISTERED = MappingProxyType(_REGISTRY)  # what the tests look at: read-only
+
+
+def _freeze(value):
+    if isinstance(value, dict | MappingProxyType):
+        return MappingProxyType({k: _freeze(v) for k, v in value.items()})
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple keeps its type
+        return type(value)(*(_freeze(v) for v in value))
+    if isinstance(value, list | tuple):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, set | frozenset):
+        return frozenset(value)
+    if isinstance(value, np.ndarray):
+        value = value.copy()
+        value.flags.writeable = False
+    return value
+
+
+def frozen(module: str, name: str, items):
+    """Register a check's cases under (module, name), frozen all the way down; return them."""
+    value = _freeze(items)
+    if len(value) == 0:
+        raise ValueError(f"{module}.{name}: a check needs at least one case")
+    _REGISTRY[(module, name)] = value
+    return value
+
+
+def cases_of(module: str, name: str):
+    """The frozen cases registered as (module, name); never none."""
+    value = _REGISTRY.get((module, name))
+    if value is None or len(value) == 0:
+        raise AssertionError(
+            f"this check found no cases to run ({name}): its case list was changed. Restart the "
+            "kernel and run the notebook again from the top, without changing the checks."
+        )
+    return value
