@@ -90,10 +90,12 @@ teacher: setup
 		--LabApp.app_settings_dir="$(CURDIR)/minilucid_course/teacher/settings" \
 		--ServerApp.jpserver_extensions="$(NBGRADER_ON)" $(ALLOW_ROOT) $(LAB_ARGS)
 
-# An nbgrader class folder from solutions/ (docs/teaching.md, "Running a class with nbgrader")
+# An nbgrader class folder from solutions/ (docs/teaching.md, "Running a class with nbgrader");
+# EXCHANGE=/srv/nbgrader/exchange puts the exchange where other users can reach it
+EXCHANGE ?=
 class: setup
 	@test -n "$(CLASS)" || { echo "class: say where, e.g. make class CLASS=~/minilucid-class"; exit 1; }
-	$(PY) -m minilucid_course.classroom "$(CLASS_DIR)" $(CH)
+	$(PY) -m minilucid_course.classroom "$(CLASS_DIR)" $(CH) $(if $(EXCHANGE),--exchange "$(EXCHANGE)")
 
 # Per chapter and check: students who pass, fail or have not answered, and their mistakes
 dashboard: setup
