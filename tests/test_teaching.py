@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import subprocess
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -174,3 +175,43 @@ def test_nbgitpuller_and_binder_links_open_each_chapter():
     )
     assert binder.path == "/v2/gh/u/minilucid/main"
     assert parse_qs(binder.query)["urlpath"] == ["lab/tree/notebooks/x.ipynb"]
+
+
+# --------------------------------------------------------------------------------------------
+# The teacher's commands run in a plain shell: nothing to activate
+
+
+PLAIN = ("make ", ".venv/bin/", "./nbgrader ", "cd ", "npm install ", "MINILUCID_CLASS=")
+
+
+def _teacher_commands() -> list[tuple[str, str]]:
+    """(where, command) for each shell command the teacher's guide and the README's teaching
+    section give (continued lines joined, comments dropped)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    teaching_section = readme.split("## Teaching with it", 1)[1].split("\n## ", 1)[0]
+    found = []
+    for where, text in (
+        ("README.md", teaching_section),
+        ("docs/teaching.md", (ROOT / "docs" / "teaching.md").read_text(encoding="utf-8")),
+    ):
+        for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+            for line in block.replace("\\\n", " ").splitlines():
+                command = line.split("#", 1)[0].strip()
+                if command:
+                    found.append((where, command))
+    return found
+
+
+def test_every_teacher_command_runs_without_activating_anything():
+    commands = _teacher_commands()
+    assert len(commands) >= 10, commands
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    for where, command in commands:
+        for part in re.split(r"\s*&&\s*", command):
+            assert part.startswith(PLAIN), (
+                f"{where}: `{part}` needs an activated environment; write it as a make target, "
+                "with .venv/bin/, or with the class folder's ./nbgrader"
+            )
+            if part.startswith("make "):
+                target = part.split()[1]
+                assert re.search(rf"^{target}:", makefile, re.M), f"{where}: no `make {target}`"
