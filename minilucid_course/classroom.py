@@ -51,8 +51,12 @@ c.Exchange.root = {exchange!r}
 
 WRAPPER = """\
 #!/bin/sh
-# nbgrader from the minilucid course's environment (written by minilucid_course.classroom)
-PATH={bin!r}:"$PATH" exec {python!r} -m nbgrader "$@"
+# nbgrader from the minilucid course's environment (written by minilucid_course.classroom).
+# nbgrader's gradebook code draws SQLAlchemy's "not in session" warning, one per hand-in and
+# nothing a teacher can act on: silenced.
+QUIET="ignore:Object of type <Submitted:RuntimeWarning"
+PYTHONWARNINGS="$QUIET${{PYTHONWARNINGS:+,$PYTHONWARNINGS}}" PATH={bin!r}:"$PATH" \\
+    exec {python!r} -m nbgrader "$@"
 """
 
 
