@@ -154,3 +154,45 @@ def test_make_teacher_opens_formgrader_on_the_class_and_releases_through_its_exc
     assert default("@jupyter/nbgrader:formgrader", "local_config") is True  # Formgrader (local)
     viewers = default("@jupyterlab/docmanager-extension:plugin", "defaultViewers")
     assert viewers["markdown"] == "Markdown Preview"  # the teacher's guide opens rendered
+
+
+def test_learners_get_what_learning_needs_and_the_tests_bring_their_tools():
+    tomllib = pytest.importorskip("tomllib")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    names = {
+        key: {r.split(">")[0].split("=")[0].strip() for r in reqs} for key, reqs in extras.items()
+    }
+    assert not {"pytest", "playwright", "nbval", "ruff", "nbgrader"} & names["course"]
+    assert {"pytest", "playwright", "nbval", "nbgrader"} <= names["test"]
+    assert "nbgrader" in names["teacher"] and "jupyterhub" in names["hub"]
+
+    def extras_of(target: str) -> str:
+        shown = subprocess.run(
+            ["make", "-n", target], cwd=ROOT, capture_output=True, text=True, timeout=60
+        ).stdout
+        return re.search(r'EXTRAS="([^"]*)" bash minilucid_course/setup.sh', shown).group(1)
+
+    assert extras_of("lab") == "course"
+    assert extras_of("progress") == "course"
+    assert extras_of("test") == "course,test"
+    assert extras_of("teacher") == "course,teacher"
+
+
+def test_setup_installs_nothing_when_the_extras_asked_for_are_in():
+    if not (ROOT / ".venv" / ".installed").exists():
+        pytest.skip("no .venv (make setup)")
+    installed = (ROOT / ".venv" / ".installed").read_text(encoding="utf-8").split()
+    assert "course" in installed
+    done = subprocess.run(
+        ["bash", "minilucid_course/setup.sh"],
+        cwd=ROOT,
+        env={**os.environ, "EXTRAS": "course"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "installing minilucid" not in done.stdout and "setup: ready" in done.stdout
+    assert (ROOT / ".venv" / ".installed").read_text(encoding="utf-8").split() == installed
