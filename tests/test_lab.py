@@ -196,3 +196,27 @@ def test_setup_installs_nothing_when_the_extras_asked_for_are_in():
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "installing minilucid" not in done.stdout and "setup: ready" in done.stdout
     assert (ROOT / ".venv" / ".installed").read_text(encoding="utf-8").split() == installed
+
+
+@pytest.fixture
+def teacher_guide():
+    yield from _serve("teacher")
+
+
+@pytest.mark.browser
+def test_make_teacher_opens_the_teachers_guide_rendered(teacher_guide):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("no Chromium at /usr/bin/chromium")
+    url, _ = teacher_guide
+    _get(url)  # the server answers
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium")
+        try:
+            page = browser.new_page()
+            page.goto(url)
+            page.wait_for_selector(".jp-RenderedMarkdown h1", timeout=120_000)
+            assert page.inner_text(".jp-RenderedMarkdown h1") == "Teaching with minilucid"
+            assert page.locator(".jp-FileEditor").count() == 0  # not the Markdown source
+        finally:
+            browser.close()
