@@ -4,7 +4,7 @@ The teacher makes the class folder (`make class`), generates and releases chapte
 nbgrader's exchange; two students fetch it, answer and submit it; the teacher collects,
 autogrades, exports the grades and reads the dashboard (`make dashboard`). alice answers every
 exercise right; bob keeps the plain numbers among a tensor's parents in Exercise 1 and leaves
-Exercise 2 untouched.
+Exercise 2 untouched; carol, on the class list, hands nothing in.
 
 Run as root, the students are real Unix users (made here, removed afterwards) who run nbgrader
 under their own accounts through `runuser`, so the exchange's permissions are tried as a shared
@@ -183,13 +183,15 @@ def test_a_class_runs_from_release_to_dashboard(place):
         assert float(alice["score"]) == float(alice["max_score"]) == 9
         assert float(bob["score"]) == 9 - 1 - 2  # Exercise 1 wrong, Exercise 2 not answered
 
+        # carol is on the class list and hands nothing in
+        run([*teacher, "db", "student", "add", "carol"], cwd=course)
         shown = run([*make, "dashboard", f"CLASS={course}"], cwd=ROOT)
     finally:
         for student in students:
             student.remove()
 
     lines = shown.splitlines()
-    assert "ch01: 2 of 2 students handed in" in lines
+    assert "ch01: 2 of 3 students handed in" in lines
 
     def block(check: str) -> list[str]:
         start = next(i for i, line in enumerate(lines) if line.strip().startswith(check + ":"))
@@ -200,13 +202,13 @@ def test_a_class_runs_from_release_to_dashboard(place):
         return [line.strip() for line in lines[start:end]]
 
     first = block("ex01_1_parents_of_check")
-    assert first[0].endswith("pass 1, fail 1, not answered 0")
+    assert first[0].endswith("pass 1, fail 1, not answered 1")
     assert len(first) == 2 and first[1].endswith(": 1") and "plain number" in first[1]
     assert block("ex01_2_graph_size_check") == [
-        "ex01_2_graph_size_check: pass 1, fail 0, not answered 1"
+        "ex01_2_graph_size_check: pass 1, fail 0, not answered 2"
     ]
     for check in ("ex01_3_poly_check", "ex01_4_predict_check", "ex01_5_count_paths_check"):
-        assert block(check) == [f"{check}: pass 2, fail 0, not answered 0"]
+        assert block(check) == [f"{check}: pass 2, fail 0, not answered 1"]
     page = (course / "dashboard.html").read_text(encoding="utf-8")
     assert (
         page.count("<svg") == 1
