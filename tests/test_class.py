@@ -8,8 +8,9 @@ Exercise 2 untouched; carol, on the class list, hands nothing in.
 
 Run as root, the students are real Unix users (made here, removed afterwards) who run nbgrader
 under their own accounts through `runuser`, so the exchange's permissions are tried as a shared
-machine has them; otherwise (not root, or an interpreter other users cannot start, e.g. one in
-root's home) they are simulated by their user names (nbgrader reads $USER), and the test says so.
+machine has them (with the course's Python, or where other users cannot reach it, as in root's
+home, the system's Python of the same version with the course's packages on its path);
+otherwise they are simulated by their user names, and the test says which it did.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -39,20 +41,37 @@ BOB_EX1 = '''def parents_of(t):
 '''
 
 
-def _others_can_run_python() -> bool:
-    """Whether another user can start this interpreter (it may live in root's private home)."""
+def _runs_for_others(python: str) -> bool:
+    """Whether another user can start this interpreter and import nbgrader with it."""
     done = subprocess.run(
-        ["runuser", "-u", "nobody", "--", sys.executable, "-c", "pass"], capture_output=True
+        ["runuser", "-u", "nobody", "--", python, "-c", "import nbgrader"], capture_output=True
     )
     return done.returncode == 0
 
 
-REAL_USERS = bool(
-    os.geteuid() == 0
-    and shutil.which("useradd")
-    and shutil.which("runuser")
-    and _others_can_run_python()
-)
+def student_python(place: Path) -> str | None:
+    """An interpreter the students' accounts can run nbgrader with, or None.
+
+    The course's own when they can reach it; otherwise (it may live in root's private home) a
+    virtual environment of the system's Python of the same version, made here, whose path holds
+    the course environment's packages: the students still run the course's nbgrader."""
+    if not (os.geteuid() == 0 and shutil.which("useradd") and shutil.which("runuser")):
+        return None
+    if _runs_for_others(sys.executable):
+        return sys.executable
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    system = shutil.which(version, path="/usr/bin:/usr/local/bin")
+    if not system:
+        return None
+    folder = place / "student-python"
+    made = subprocess.run([system, "-m", "venv", "--without-pip", str(folder)], capture_output=True)
+    if made.returncode != 0:
+        return None
+    packages = sysconfig.get_paths()["purelib"]
+    target = Path(sysconfig.get_paths(vars={"base": str(folder)})["purelib"])
+    (target / "minilucid_course_environment.pth").write_text(packages + "\n", encoding="utf-8")
+    python = str(folder / "bin" / "python")
+    return python if _runs_for_others(python) else None
 
 
 def _grade_id(cell) -> str | None:
@@ -93,9 +112,9 @@ def run(args, cwd: Path, env: dict | None = None, timeout: float = 900) -> str:
 class Student:
     """A student with a home folder who runs nbgrader there: a real user when we are root."""
 
-    def __init__(self, name: str, place: Path, config: Path):
-        self.name = name
-        if REAL_USERS:
+    def __init__(self, name: str, place: Path, config: Path, python: str | None):
+        self.name, self.python, self.real = name, python or sys.executable, python is not None
+        if self.real:
             self.user = f"ml{name}{os.getpid()}"[:32]
             subprocess.run(["userdel", "-r", self.user], capture_output=True)
             self.home = place / "home" / self.user
@@ -112,21 +131,21 @@ class Student:
             "HOME": str(self.home),
             "USER": self.user,
             "LOGNAME": self.user,
-            "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+            "PATH": f"{Path(self.python).parent}:/usr/bin:/bin",
             "JUPYTER_CONFIG_PATH": str(self.config),
             "LANG": "C.UTF-8",
         }
-        command = [sys.executable, "-m", "nbgrader", *args]
-        if not REAL_USERS and args[0] == "submit":  # nbgrader names a hand-in by its owner
+        command = [self.python, "-m", "nbgrader", *args]
+        if not self.real and args[0] == "submit":  # nbgrader names a hand-in by its owner
             command.append(f"--CourseDirectory.student_id={self.user}")
-        if REAL_USERS:
+        if self.real:
             settings = [f"{k}={v}" for k, v in env.items()]
             command = ["runuser", "-u", self.user, "--", "env", *settings, *command]
             return run(command, cwd=self.home)
         return run(command, cwd=self.home, env=env)
 
     def remove(self) -> None:
-        if REAL_USERS:
+        if self.real:
             subprocess.run(["userdel", "-r", self.user], capture_output=True)
 
 
@@ -141,8 +160,8 @@ def place():
 
 def test_a_class_runs_from_release_to_dashboard(place):
     started = time.monotonic()
-    if not REAL_USERS:
-        print("students simulated by user name: no root, or Python out of other users' reach")
+    python = student_python(place)
+    print("students:", f"real Unix users, running {python}" if python else "simulated by name")
     course = place / "class"
     make = ["make", "-s", "-C", str(ROOT)]
     run([*make, "class", f"CLASS={course}", "CH=01"], cwd=ROOT)
@@ -163,7 +182,7 @@ def test_a_class_runs_from_release_to_dashboard(place):
     students = []
     try:
         for name in ("alice", "bob"):
-            student = Student(name, place, student_config)
+            student = Student(name, place, student_config, python)
             students.append(student)
             assert "ch01" in student.nbgrader("list")
             student.nbgrader("fetch_assignment", "ch01")
