@@ -118,11 +118,14 @@ pip_install() {
 }
 if [ "$needs_install" = 1 ]; then
     extras="$(printf '%s\n' $wanted $have_extras | sort -u | paste -sd, -)"
+    # the test tools include the teacher's (nbgrader; tests/test_lab.py checks it): a later
+    # `make teacher` after `make test` needs no install
     say "installing minilucid with its extras [$extras] into $VENV (a few minutes the first time)"
     pip_install -e ".[$extras]"
     say "installing the course's machinery (minilucid_course) into $VENV"
     pip_install --no-deps -e ./minilucid_course
-    printf '%s\n' ${extras//,/ } >"$STAMP"
+    printf '%s\n' ${extras//,/ } $(grep -qx test <<<"${extras//,/$'\n'}" && echo teacher) \
+        | sort -u >"$STAMP"
 fi
 
 # --- 3. Graphviz ------------------------------------------------------------------------------

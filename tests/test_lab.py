@@ -167,6 +167,8 @@ def test_learners_get_what_learning_needs_and_the_tests_bring_their_tools():
     assert not {"pytest", "playwright", "nbval", "ruff", "nbgrader"} & names["course"]
     assert {"pytest", "playwright", "nbval", "nbgrader"} <= names["test"]
     assert "nbgrader" in names["teacher"] and "jupyterhub" in names["hub"]
+    # setup.sh counts the teacher's tools in once the test tools are
+    assert set(extras["teacher"]) <= set(extras["test"])
 
     def extras_of(target: str) -> str:
         shown = subprocess.run(
