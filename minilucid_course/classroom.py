@@ -130,10 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     sources = init_course(args.folder, notebooks, exchange=args.exchange)
     for name, path in sources.items():
         print(f"{name}: {path}")
-    print(
-        f"next: cd {args.folder} && ./nbgrader generate_assignment <chNN>  "
-        "(docs/teaching.md, 'Running a class with nbgrader')"
-    )
+    folder = Path(args.folder).expanduser().resolve()
+    print(f"next: make teacher CLASS={folder}   (Formgrader on this class), or from a shell:")
+    print(f"      cd {folder} && ./nbgrader generate_assignment <chNN>")
+    print("      (docs/teaching.md, 'Running a class with nbgrader')")
     return 0
 
 
