@@ -26,14 +26,28 @@ PYTEST_ARGS ?=
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	--nbval-cell-timeout=300
 
-.PHONY: help setup lab teacher reset kit test check sync exercises progress execute html bench clean distclean
+.PHONY: help setup lab teacher class dashboard slides hub-test reset kit test check sync exercises \
+	progress execute html bench clean distclean
+
+# What each command installs into .venv (minilucid's extras; minilucid_course/setup.sh records
+# what is in): learners get what learning needs, the test tools come with the tests, nbgrader
+# with the teacher's commands. `make setup` alone installs the course and the test tools.
+EXTRAS ?= course,test
+lab progress reset html bench slides: EXTRAS = course
+teacher class dashboard: EXTRAS = course,teacher
+hub-test: EXTRAS = course,teacher,hub
 
 help:
 	@echo "make lab         set up, then open the course in JupyterLab (LAB_ARGS='--no-browser --port 8899')"
 	@echo "make test        set up, then run every test: unit tests, exercises, notebooks (nbval)"
 	@echo "make progress    which exercises in work/ pass, fail or are not done yet (CH=02: one chapter)"
 	@echo "make reset CH=03 a fresh copy of chapter 03's exercises in work/ (yours kept in work/backups/)"
-	@echo "make teacher     JupyterLab with solutions/ and nbgrader's teacher tools (docs/teaching.md)"
+	@echo "make teacher     JupyterLab with solutions/ and nbgrader's teacher tools (docs/teaching.md);"
+	@echo "                 CLASS=~/minilucid-class: Formgrader on that class"
+	@echo "make class CLASS=~/minilucid-class   an nbgrader class folder from solutions/ (CH=\"03 05\": some)"
+	@echo "make dashboard CLASS=...  what the class gets right and wrong, per check (and dashboard.html)"
+	@echo "make slides CH=03 slides of a chapter, one per section, in site/slides/"
+	@echo "make hub-test    the JupyterHub configuration for a class, started and tried (docs/teaching.md)"
 	@echo "make setup       create .venv and install the course into it (idempotent)"
 	@echo "make check       fast checks: lint, format, chapters in sync with the package, exercises"
 	@echo "make sync        rewrite the chapters' tagged cells from the package"
@@ -45,7 +59,7 @@ help:
 	@echo "make clean       remove built and cached files (distclean also removes .venv)"
 
 setup:
-	@bash minilucid_course/setup.sh
+	@EXTRAS="$(EXTRAS)" bash minilucid_course/setup.sh
 
 # The repository is Jupyter's root; the URL it prints (and the browser) opens chapter 00. Learners
 # answer in work/ (copies of exercises/ made the first time, never overwritten, ignored by git);
@@ -57,14 +71,46 @@ lab: setup
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/$(WELCOME) \
 		--ContentsManager.hide_globs="$(HIDE_GLOBS)" $(ALLOW_ROOT) $(LAB_ARGS)
 
-# JupyterLab for a teacher: solutions/ visible, nbgrader's formgrader and assignment tools on
-# (docs/teaching.md says how to run a class).
+# JupyterLab for a teacher: nbgrader's formgrader and assignment tools on, Markdown opened as a
+# preview (minilucid_course/teacher/settings). Without CLASS: the repository, at the teacher's
+# guide. With CLASS=<folder made by `make class`>: that class, at its Formgrader, with the class's
+# nbgrader_config.py (course folder and exchange) read from the folder it starts in.
 NBGRADER_ON := {$(foreach x,formgrader validate_assignment assignment_list course_list,\
 	'nbgrader.server_extensions.$(x)': True,)}
+CLASS ?=
+CLASS_DIR = $(abspath $(patsubst ~/%,$(HOME)/%,$(CLASS)))
+TEACHER_ROOT = $(if $(CLASS),$(CLASS_DIR),$(CURDIR))
+TEACHER_URL = $(if $(CLASS),/formgrader,/lab/tree/docs/teaching.md)
 teacher: setup
-	JUPYTER_CONFIG_PATH="$(CURDIR)/minilucid_course/teacher" $(BIN)/jupyter lab \
-		--ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/docs/teaching.md \
+	@$(if $(CLASS),test -f "$(CLASS_DIR)/nbgrader_config.py" || { echo "teacher: $(CLASS) is no \
+		class folder; make one with: make class CLASS=$(CLASS)"; exit 1; },:)
+	cd "$(TEACHER_ROOT)" && JUPYTER_CONFIG_PATH="$(CURDIR)/minilucid_course/teacher" \
+		"$(CURDIR)/$(BIN)/jupyter" lab --ServerApp.root_dir="$(TEACHER_ROOT)" \
+		--LabApp.default_url=$(TEACHER_URL) \
+		--LabApp.app_settings_dir="$(CURDIR)/minilucid_course/teacher/settings" \
 		--ServerApp.jpserver_extensions="$(NBGRADER_ON)" $(ALLOW_ROOT) $(LAB_ARGS)
+
+# An nbgrader class folder from solutions/ (docs/teaching.md, "Running a class with nbgrader");
+# EXCHANGE=/srv/nbgrader/exchange puts the exchange where other users can reach it
+EXCHANGE ?=
+class: setup
+	@test -n "$(CLASS)" || { echo "class: say where, e.g. make class CLASS=~/minilucid-class"; exit 1; }
+	$(PY) -m minilucid_course.classroom "$(CLASS_DIR)" $(CH) $(if $(EXCHANGE),--exchange "$(EXCHANGE)")
+
+# Per chapter and check: students who pass, fail or have not answered, and their mistakes
+dashboard: setup
+	@test -n "$(CLASS)" || { echo "dashboard: say which class, e.g. make dashboard CLASS=~/minilucid-class"; exit 1; }
+	$(PY) -m minilucid_course.dashboard "$(CLASS_DIR)"
+
+# Slides of one chapter (CH=03) or of every chapter: one slide per section, offline
+slides: setup
+	$(PY) -m minilucid_course.slides $(CH)
+
+# The JupyterHub configuration for a class (minilucid_course/hub/), started and tried: needs
+# JupyterHub (the `hub` extra) and configurable-http-proxy (npm, installed here when missing)
+hub-test: setup
+	@command -v configurable-http-proxy >/dev/null || npm install -g configurable-http-proxy
+	$(BIN)/pytest -q -p no:xdist tests/test_hub.py $(PYTEST_ARGS)
 
 # A fresh copy of one chapter's exercises in work/; the old copy goes to work/backups/.
 reset: setup

@@ -3,7 +3,9 @@
 # step is skipped when it is already done. Used by `make setup` (and so by `make lab`, `make test`).
 #
 #   1. create .venv with Python 3.10+ (PYTHON=python3.12 make setup picks another interpreter)
-#   2. install the engine with its course and test extras, then the course package (editable)
+#   2. install the engine with the extras asked for, then the course package (editable):
+#      EXTRAS=course (make lab: what learning needs), course,test (make test, make setup),
+#      course,teacher (make teacher, make class: nbgrader); .venv/.installed records what is in
 #   3. check for Graphviz's `dot` (installed with apt when we are root on Debian/Ubuntu)
 #   4. trust the stored notebooks, so JupyterLab shows their pictures
 #
@@ -15,6 +17,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PYTHON="${PYTHON:-python3}"
 VENV=.venv
 STAMP="$VENV/.installed"
+EXTRAS="${EXTRAS:-course,test}"
 say() { printf 'setup: %s\n' "$*"; }
 is_root() { [ "$(id -u 2>/dev/null || echo 1)" = 0 ]; }
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -59,14 +62,24 @@ if ! "$PY" -m pip --version >/dev/null 2>&1; then
 fi
 
 # --- 2. the package and the course's tools ----------------------------------------------------
+# The extras installed so far (one a line in the stamp) and those asked for now: install when one
+# is missing, or when a pyproject.toml changed since.
+installed_extras() { [ -f "$STAMP" ] && grep -E '^[a-z]+$' "$STAMP" || true; }
+wanted="$(printf '%s\n' ${EXTRAS//,/ } | sort -u)"
+have_extras="$(installed_extras | sort -u)"
 needs_install=0
 [ -f "$STAMP" ] || needs_install=1
+[ -z "$(comm -23 <(echo "$wanted") <(echo "$have_extras"))" ] || needs_install=1
 [ "$needs_install" = 1 ] || [ pyproject.toml -ot "$STAMP" ] || needs_install=1
 [ "$needs_install" = 1 ] || [ minilucid_course/pyproject.toml -ot "$STAMP" ] || needs_install=1
+# a distribution that each installed extra brings, still there?
+dists="jupyterlab graphviz"
+grep -qx test <<<"$have_extras" && dists="$dists nbval nbgrader pytest-xdist ruff"
+grep -qx teacher <<<"$have_extras" && dists="$dists nbgrader"
 # still installed, and the package imported from this folder (not a moved or stale copy)?
-[ "$needs_install" = 1 ] || "$PY" - >/dev/null 2>&1 <<'PYCHECK' || needs_install=1
+[ "$needs_install" = 1 ] || "$PY" - $dists >/dev/null 2>&1 <<'PYCHECK' || needs_install=1
 import importlib.metadata as md, os, sys
-for dist in ("nbval", "nbgrader", "jupyterlab", "graphviz", "pytest-xdist", "ruff"):
+for dist in sys.argv[1:]:
     md.version(dist)
 import minilucid, minilucid_course
 here = os.getcwd() + os.sep
@@ -104,11 +117,15 @@ pip_install() {
     fi
 }
 if [ "$needs_install" = 1 ]; then
-    say "installing minilucid with JupyterLab and the test tools into $VENV (a few minutes the first time)"
-    pip_install -e '.[course,test]'
+    extras="$(printf '%s\n' $wanted $have_extras | sort -u | paste -sd, -)"
+    # the test tools include the teacher's (nbgrader; tests/test_lab.py checks it): a later
+    # `make teacher` after `make test` needs no install
+    say "installing minilucid with its extras [$extras] into $VENV (a few minutes the first time)"
+    pip_install -e ".[$extras]"
     say "installing the course's machinery (minilucid_course) into $VENV"
     pip_install --no-deps -e ./minilucid_course
-    touch "$STAMP"
+    printf '%s\n' ${extras//,/ } $(grep -qx test <<<"${extras//,/$'\n'}" && echo teacher) \
+        | sort -u >"$STAMP"
 fi
 
 # --- 3. Graphviz ------------------------------------------------------------------------------

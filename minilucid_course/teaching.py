@@ -94,43 +94,34 @@ def _exercise_key(grade_id: str) -> str:
     return parts[1] if len(parts) > 2 else grade_id
 
 
-def _words(name: str) -> str:
-    return name.replace("_", " ").strip()
-
-
 def wrong_answers(test_file: Path) -> dict[str, list[str]]:
-    """exercise key -> the wrong answers its mutation tests feed the check.
+    """exercise key -> the wrong answers its mutation tests feed the check, in order.
 
-    Two styles are read: test functions named test_ex<K>_rejects_<what>, and dicts
-    MUTANTS = {exercise: {what: mutant}} with EXERCISES = {exercise: (answer_id, check_id)}.
+    Read from the one style of mutation test (tests/nbharness.py): the labels of
+    MUTANTS = {exercise: {wrong answer: mutant}}, with the exercise named by the check cell of
+    EXERCISES = {exercise: (answer_id, check_id)}. Nothing else in the file counts.
     """
     found: dict[str, list[str]] = {}
     if not test_file.exists():
         return found
     tree = ast.parse(test_file.read_text(encoding="utf-8"))
-    keys: dict[str, str] = {}
+    tables = {}
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
-            named = re.match(r"test_ex(\d+[a-z]?)_rejects_(\w+)", node.name)
-            if named:
-                found.setdefault(named.group(1), []).append(_words(named.group(2)))
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
-            target = node.targets[0]
-            if not isinstance(target, ast.Name):
-                continue
-            if target.id == "EXERCISES":
-                for k, v in zip(node.value.keys, node.value.values, strict=True):
-                    if isinstance(k, ast.Constant) and isinstance(v, ast.Tuple):
-                        ids = [e.value for e in v.elts if isinstance(e, ast.Constant)]
-                        checks = [i for i in ids if str(i).endswith("_check")]
-                        if checks:
-                            keys[k.value] = _exercise_key(checks[0])
-            if target.id == "MUTANTS":
-                for k, v in zip(node.value.keys, node.value.values, strict=True):
-                    if not (isinstance(k, ast.Constant) and isinstance(v, ast.Dict)):
-                        continue
-                    names = [m.value for m in v.keys if isinstance(m, ast.Constant)]
-                    found.setdefault(keys.get(k.value, str(k.value)), []).extend(names)
+        target = node.targets[0] if isinstance(node, ast.Assign) else None
+        if isinstance(target, ast.Name) and isinstance(node.value, ast.Dict):
+            tables[target.id] = node.value
+    keys: dict[str, str] = {}
+    if "EXERCISES" in tables:
+        for k, v in zip(tables["EXERCISES"].keys, tables["EXERCISES"].values, strict=True):
+            ids = [e.value for e in getattr(v, "elts", []) if isinstance(e, ast.Constant)]
+            checks = [i for i in ids if str(i).endswith("_check")]
+            if isinstance(k, ast.Constant) and checks:
+                keys[k.value] = _exercise_key(checks[0])
+    if "MUTANTS" in tables:
+        for k, v in zip(tables["MUTANTS"].keys, tables["MUTANTS"].values, strict=True):
+            if isinstance(k, ast.Constant) and isinstance(v, ast.Dict):
+                labels = [m.value for m in v.keys if isinstance(m, ast.Constant)]
+                found.setdefault(keys.get(k.value, str(k.value)), []).extend(labels)
     return found
 
 

@@ -1,13 +1,12 @@
 """`make lab` as a learner meets it: the URL it prints opens chapter 00; no teacher tools, no
-solutions in the file browser; the first run makes the working copy in work/."""
+solutions in the file browser; the first run makes the working copy in work/. And `make teacher
+CLASS=...` as a teacher meets it: Formgrader on that class, releasing through its exchange."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -15,24 +14,19 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from servers import free_port, stop_group
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def lab():
+def _serve(*make_args: str):
+    """Run `make <make_args>` with a JupyterLab on a free port; yield its URL and port."""
     if not (ROOT / ".venv" / "bin" / "jupyter").exists():
         pytest.skip("no .venv (make setup)")
-    port = _free_port()
+    port = free_port()
     args = f"--no-browser --port={port} --ip=127.0.0.1"
     process = subprocess.Popen(
-        ["make", "-s", "lab", f"LAB_ARGS={args}"],
+        ["make", "-s", *make_args, f"LAB_ARGS={args}"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -49,20 +43,22 @@ def lab():
             lines.append(line)
             found = re.search(rf"(http://127\.0\.0\.1:{port}/\S*token=\S+)", line)
             url = found.group(1) if found else None
-        assert url, "make lab printed no URL:\n" + "".join(lines[-30:])
+        assert url, f"make {make_args[0]} printed no URL:\n" + "".join(lines[-30:])
         yield url, port
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+        stop_group(process)
 
 
-def _get(url: str):
+@pytest.fixture
+def lab():
+    yield from _serve("lab")
+
+
+def _get(url: str, opener=None):
+    opener = opener or urllib.request.build_opener()
     for _ in range(60):
         try:
-            return urllib.request.urlopen(url, timeout=30)
+            return opener.open(url, timeout=30)
         except urllib.error.HTTPError:
             raise
         except OSError:
@@ -107,3 +103,122 @@ def test_nbgrader_lab_extension_is_off_for_learners_and_on_for_teachers():
     assert "disabled" in status({})
     teacher = {"JUPYTER_CONFIG_PATH": str(ROOT / "minilucid_course" / "teacher")}
     assert "enabled" in status(teacher)
+
+
+@pytest.fixture
+def teacher(tmp_path):
+    pytest.importorskip("nbgrader")
+    from minilucid_course import classroom
+
+    course = tmp_path / "class"
+    classroom.init_course(course, classroom.select(["01"]))
+    done = subprocess.run(
+        [str(course / "nbgrader"), "generate_assignment", "ch01"],
+        cwd=course,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    for url, port in _serve("teacher", f"CLASS={course}"):
+        yield url, port, course
+
+
+def _call(url: str, token: str, method: str = "GET"):
+    request = urllib.request.Request(
+        url,
+        method=method,
+        headers={"Authorization": f"token {token}"},
+        data=b"" if method == "POST" else None,
+    )
+    with urllib.request.urlopen(request, timeout=120) as response:
+        return json.load(response)
+
+
+def test_make_teacher_opens_formgrader_on_the_class_and_releases_through_its_exchange(teacher):
+    url, port, course = teacher
+    token = url.split("token=", 1)[1]
+    base = f"http://127.0.0.1:{port}"
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())  # keeps the login
+    assert _get(url, browser).geturl().endswith("/formgrader/manage_assignments")
+    assignments = _call(f"{base}/formgrader/api/assignments", token)
+    assert [a["name"] for a in assignments] == ["ch01"], assignments
+    released = _call(f"{base}/formgrader/api/assignment/ch01/release", token, "POST")
+    assert released["success"], released
+    assert (course / "exchange" / "minilucid" / "outbound" / "ch01").is_dir()
+
+    def default(plugin: str, setting: str):
+        """The setting's default as this JupyterLab serves it (overrides applied)."""
+        schema = _call(f"{base}/lab/api/settings/{plugin}", token)["schema"]
+        return schema["properties"][setting]["default"]
+
+    assert default("@jupyter/nbgrader:formgrader", "local_config") is True  # Formgrader (local)
+    viewers = default("@jupyterlab/docmanager-extension:plugin", "defaultViewers")
+    assert viewers["markdown"] == "Markdown Preview"  # the teacher's guide opens rendered
+
+
+def test_learners_get_what_learning_needs_and_the_tests_bring_their_tools():
+    tomllib = pytest.importorskip("tomllib")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    names = {
+        key: {r.split(">")[0].split("=")[0].strip() for r in reqs} for key, reqs in extras.items()
+    }
+    assert not {"pytest", "playwright", "nbval", "ruff", "nbgrader"} & names["course"]
+    assert {"pytest", "playwright", "nbval", "nbgrader"} <= names["test"]
+    assert "nbgrader" in names["teacher"] and "jupyterhub" in names["hub"]
+    # setup.sh counts the teacher's tools in once the test tools are
+    assert set(extras["teacher"]) <= set(extras["test"])
+
+    def extras_of(target: str) -> str:
+        shown = subprocess.run(
+            ["make", "-n", target], cwd=ROOT, capture_output=True, text=True, timeout=60
+        ).stdout
+        return re.search(r'EXTRAS="([^"]*)" bash minilucid_course/setup.sh', shown).group(1)
+
+    assert extras_of("lab") == "course"
+    assert extras_of("progress") == "course"
+    assert extras_of("test") == "course,test"
+    assert extras_of("teacher") == "course,teacher"
+
+
+def test_setup_installs_nothing_when_the_extras_asked_for_are_in():
+    if not (ROOT / ".venv" / ".installed").exists():
+        pytest.skip("no .venv (make setup)")
+    installed = (ROOT / ".venv" / ".installed").read_text(encoding="utf-8").split()
+    assert "course" in installed
+    done = subprocess.run(
+        ["bash", "minilucid_course/setup.sh"],
+        cwd=ROOT,
+        env={**os.environ, "EXTRAS": "course"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "installing minilucid" not in done.stdout and "setup: ready" in done.stdout
+    assert (ROOT / ".venv" / ".installed").read_text(encoding="utf-8").split() == installed
+
+
+@pytest.fixture
+def teacher_guide():
+    yield from _serve("teacher")
+
+
+@pytest.mark.browser
+def test_make_teacher_opens_the_teachers_guide_rendered(teacher_guide):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("no Chromium at /usr/bin/chromium")
+    url, _ = teacher_guide
+    _get(url)  # the server answers
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium")
+        try:
+            page = browser.new_page()
+            page.goto(url)
+            page.wait_for_selector(".jp-RenderedMarkdown h1", timeout=120_000)
+            assert page.inner_text(".jp-RenderedMarkdown h1") == "Teaching with minilucid"
+            assert page.locator(".jp-FileEditor").count() == 0  # not the Markdown source
+        finally:
+            browser.close()

@@ -90,3 +90,53 @@ def test_the_quick_start_shows_the_backward_picture(tmp_path, monkeypatch):
     bundle = picture._repr_mimebundle_() if hasattr(picture, "_repr_mimebundle_") else {}
     if bundle:  # with Graphviz installed the picture itself renders
         assert "image/svg+xml" in bundle or "image/png" in bundle or "text/plain" in bundle
+
+
+def _conda_block() -> str:
+    text = README.read_text(encoding="utf-8")
+    after = text.split("**With conda**", 1)[1]
+    return next(body for line, language, body in _blocks() if body in after)
+
+
+def test_the_conda_route_prepares_what_make_lab_prepares():
+    """The conda commands do what `make lab` does before JupyterLab opens (and postBuild too):
+    nbgrader's teacher tools off, the working copy in work/, the notebooks trusted."""
+    commands = [line.split("#")[0].strip() for line in _conda_block().splitlines()]
+    makefile = (README.parent / "Makefile").read_text(encoding="utf-8")
+    setup = (README.parent / "minilucid_course" / "setup.sh").read_text(encoding="utf-8")
+    postbuild = (README.parent / "postBuild").read_text(encoding="utf-8")
+    for step, in_make_lab in (
+        ("python -m minilucid_course.jupyter_setup", "minilucid_course.jupyter_setup" in setup),
+        ("python -m minilucid_course.workspace prepare", "workspace prepare" in makefile),
+        ("jupyter trust notebooks/*.ipynb", '/bin/jupyter" trust' in setup),
+    ):
+        assert in_make_lab, f"{step}: no longer what make lab does; update the README"
+        assert step.split("/*")[0] in postbuild, f"{step}: postBuild no longer does it"
+        assert step in commands, f"the conda commands miss: {step}"
+
+
+def test_the_conda_preparation_runs_in_a_plain_shell():
+    """The preparation steps run as written (here with the course's .venv standing in for the
+    conda environment: the same packages), from the repository's folder."""
+    import os
+    import subprocess
+    import sys
+
+    bin_dir = os.path.dirname(sys.executable)
+    steps = [
+        line.split("#")[0].strip()
+        for line in _conda_block().splitlines()
+        if line.startswith(("python -m", "jupyter trust"))
+    ]
+    assert len(steps) == 3
+    for step in steps:
+        done = subprocess.run(
+            ["bash", "-c", step],
+            cwd=README.parent,
+            env={**os.environ, "PATH": bin_dir + os.pathsep + os.environ["PATH"]},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, f"{step}:\n{done.stderr[-2000:]}"
+    assert any((README.parent / "work").glob("*.ipynb"))
