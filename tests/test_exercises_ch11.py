@@ -48,8 +48,8 @@ MEAN_BUFFER = (
 DX = "dx = (g - g.mean(axis=0) - x_hat * (g * x_hat).mean(axis=0)) / std"
 
 DIMS = "dims = tuple(range(x.ndim - len(normalized_shape), x.ndim))"
-VAR = "var = (centred * centred).mean(dim=dims, keepdim=True)"
-OUT = "out = centred / (var + eps).sqrt()"
+VAR = "spread = ((x - mean) ** 2).mean(dim=dims, keepdim=True)"
+OUT = "normalised = (x - mean) / (spread + eps).sqrt()"
 
 MUTANTS = {
     "dropout": {
@@ -252,23 +252,24 @@ MUTANTS = {
             [
                 (
                     VAR,
-                    "var = (centred * centred).sum(dim=dims, keepdim=True) / "
+                    "spread = ((x - mean) ** 2).sum(dim=dims, keepdim=True) / "
                     "(np.prod(normalized_shape) - 1)",
                 )
             ],
             "biased",
         ),
         "eps outside the root": Wrong(
-            [(OUT, "out = centred / (var.sqrt() + eps)")], "inside the square root"
+            [(OUT, "normalised = (x - mean) / (spread.sqrt() + eps)")], "inside the square root"
         ),
-        "bias subtracted": Wrong([("out = out + bias", "out = out - bias")], "weight and bias"),
+        "bias subtracted": Wrong([("scaled + bias", "scaled - bias")], "weight and bias"),
         "off the graph": Wrong(
-            [(OUT, "out = Tensor(centred.data / np.sqrt(var.data + eps))")],
+            [(OUT, "normalised = Tensor((x - mean).data / np.sqrt(spread.data + eps))")],
             "grad is None",
             "no graph",
         ),
         "standard deviation detached": Wrong(
-            [(OUT, "out = centred / Tensor(np.sqrt(var.data + eps))")], "x.grad differs"
+            [(OUT, "normalised = (x - mean) / Tensor(np.sqrt(spread.data + eps))")],
+            "x.grad differs",
         ),
     },
 }
