@@ -26,7 +26,7 @@ PYTEST_ARGS ?=
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	--nbval-cell-timeout=300
 
-.PHONY: help setup lab teacher reset kit test check sync exercises progress execute html bench clean distclean
+.PHONY: help setup lab teacher reset kit test check sync exercises progress execute html bench tiny-gpt clean distclean
 
 help:
 	@echo "make lab         set up, then open the course in JupyterLab (LAB_ARGS='--no-browser --port 8899')"
@@ -42,6 +42,7 @@ help:
 	@echo "make execute     re-run notebooks/ and solutions/ and store their outputs (NB=\"paths\" for some)"
 	@echo "make html        static HTML copy of the course in site/"
 	@echo "make bench       speed comparisons (python -m benchmarks)"
+	@echo "make tiny-gpt    retrain chapter 13's tiny GPT and its checkpoint (a few minutes)"
 	@echo "make clean       remove built and cached files (distclean also removes .venv)"
 
 setup:
@@ -119,6 +120,10 @@ html: setup
 
 bench: setup
 	$(PY) -m benchmarks
+
+# chapter 13's checkpoint: the capstone program itself, seed 0, its default budget
+tiny-gpt: setup
+	cd notebooks/capstone && OPENBLAS_NUM_THREADS=1 ../../$(PY) tiny_gpt.py --seed 0 --save tiny_gpt.npz
 
 clean:
 	rm -rf site .pytest_cache .hypothesis *.egg-info

@@ -1,0 +1,75 @@
+"""The tiny GPT program (notebooks/capstone/tiny_gpt.py, chapter 13) sorts digits, with minilucid
+and, with its import line changed and nothing else, with PyTorch.
+
+The full minilucid training is `make tiny-gpt` (a few minutes); it writes the checkpoint that
+ships beside the program. Here minilucid scores that checkpoint on the held-out sequences and
+trains a short budget to show the loop learns; PyTorch, where installed, trains in full.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+
+import pytest
+from test_capstone import OURS, ROOT, THEIRS, pytorch_version, run
+
+PROGRAM = ROOT / "notebooks" / "capstone" / "tiny_gpt.py"
+CHECKPOINT = ROOT / "notebooks" / "capstone" / "tiny_gpt.npz"
+
+
+def report(done) -> dict:
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    score = re.search(r"^held-out exact match [\d.]+% \((\d+)/(\d+)\)$", out, re.M)
+    losses = [float(x) for x in re.findall(r"^step +\d+: loss ([\d.]+)$", out, re.M)]
+    found = re.search(r"^frameworks imported: (.*)$", out, re.M)
+    assert score and found, f"unexpected output:\n{out}"
+    return {
+        "right": int(score[1]),
+        "total": int(score[2]),
+        "losses": losses,
+        "imported": found[1].split(",") if found[1] else [],
+    }
+
+
+def test_the_program_differs_from_its_pytorch_version_in_the_import_line_only():
+    text = PROGRAM.read_text(encoding="utf-8")
+    tree = ast.parse(text)
+    assert ast.get_source_segment(text, tree.body[1]) == OURS
+    framework_imports = [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        and any(a.name.startswith(("minilucid", "torch")) for a in node.names)
+    ]
+    assert framework_imports == [tree.body[1].lineno]
+    changed = [
+        line
+        for line in difflib.ndiff(text.splitlines(), pytorch_version(text).splitlines())
+        if line[:2] in ("- ", "+ ")
+    ]
+    assert changed == ["- " + OURS, "+ " + THEIRS]
+
+
+def test_the_shipped_checkpoint_sorts_99_percent_of_held_out_sequences(tmp_path):
+    ours = report(run(PROGRAM, "--load", str(CHECKPOINT), cwd=tmp_path))
+    assert ours["imported"] == ["minilucid"]
+    assert ours["total"] == 1000
+    assert ours["right"] >= 990, f"{ours['right']}/1000 sorted"
+
+
+def test_a_short_minilucid_run_learns(tmp_path):
+    ours = report(run(PROGRAM, "--steps", "60", cwd=tmp_path))
+    first, last = ours["losses"][0], ours["losses"][-1]
+    assert first > 2.0 and last < first / 2, ours["losses"]  # ln(11) = 2.40 at the start
+
+
+def test_with_pytorch_it_runs_unchanged_and_sorts_99_percent(tmp_path):
+    pytest.importorskip("torch")
+    program = tmp_path / "tiny_gpt.py"
+    program.write_text(pytorch_version(PROGRAM.read_text(encoding="utf-8")), encoding="utf-8")
+    theirs = report(run(program, cwd=tmp_path))
+    assert theirs["imported"] == ["torch"], "the PyTorch run imported minilucid"
+    assert theirs["right"] >= 990, f"{theirs['right']}/1000 sorted"
