@@ -12,8 +12,11 @@ import ast
 import difflib
 import re
 
+import numpy as np
 import pytest
 from test_capstone import OURS, ROOT, THEIRS, pytorch_version, run
+
+import minilucid as ml
 
 PROGRAM = ROOT / "notebooks" / "capstone" / "tiny_gpt.py"
 CHECKPOINT = ROOT / "notebooks" / "capstone" / "tiny_gpt.npz"
@@ -58,6 +61,18 @@ def test_the_shipped_checkpoint_sorts_99_percent_of_held_out_sequences(tmp_path)
     assert ours["imported"] == ["minilucid"]
     assert ours["total"] == 1000
     assert ours["right"] >= 990, f"{ours['right']}/1000 sorted"
+
+
+def test_retraining_reproduces_the_checkpoint_and_so_the_chapters_figures(tmp_path):
+    """`make tiny-gpt` again: the same losses (chapter 13's curve), samples and weights."""
+    again = tmp_path / "again.npz"
+    ours = report(run(PROGRAM, "--seed", "0", "--save", str(again), cwd=tmp_path))
+    stored, retrained = ml.load(CHECKPOINT), ml.load(again)
+    assert retrained["samples"] == stored["samples"]
+    np.testing.assert_allclose(retrained["losses"], stored["losses"], rtol=1e-3, atol=1e-5)
+    for name, weight in stored["model"].items():
+        np.testing.assert_allclose(retrained["model"][name].data, weight.data, atol=1e-4)
+    assert ours["right"] >= 990
 
 
 def test_a_short_minilucid_run_learns(tmp_path):

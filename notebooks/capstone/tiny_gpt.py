@@ -21,7 +21,7 @@ import numpy as np
 DIGITS, LENGTH = 10, 6  # sequences of six digits 0-9
 SEP = DIGITS  # the separator token: the vocabulary is the ten digits and SEP
 BLOCK = 2 * LENGTH  # the model sees the digits, SEP and the first five answers
-SAMPLED = (25, 50, 100, 200, 400, 800)  # steps after which a checkpoint keeps samples
+SAMPLED = (5, 10, 20, 40, 100, 400)  # steps after which a checkpoint keeps samples
 
 
 def problems(count, rng, avoid=None):
