@@ -10,16 +10,34 @@ from __future__ import annotations
 
 import ast
 import difflib
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
-from test_capstone import OURS, ROOT, THEIRS, pytorch_version, run
+from test_capstone import OURS, ROOT, RUNNER, THEIRS, pytorch_version
 
 import minilucid as ml
 
 PROGRAM = ROOT / "notebooks" / "capstone" / "tiny_gpt.py"
 CHECKPOINT = ROOT / "notebooks" / "capstone" / "tiny_gpt.npz"
+CHAR_PROGRAM = ROOT / "notebooks" / "capstone" / "char_gpt.py"
+CHAR_CHECKPOINT = ROOT / "notebooks" / "capstone" / "char_gpt.npz"
+
+
+def run(program, *args: str, cwd) -> subprocess.CompletedProcess:
+    """test_capstone's runner, with one thread for every library and room for a full training."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    return subprocess.run(
+        [sys.executable, "-c", RUNNER, str(program), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
 
 
 def report(done) -> dict:
@@ -73,6 +91,20 @@ def test_retraining_reproduces_the_checkpoint_and_so_the_chapters_figures(tmp_pa
     for name, weight in stored["model"].items():
         np.testing.assert_allclose(retrained["model"][name].data, weight.data, atol=1e-4)
     assert ours["right"] >= 990
+
+
+def test_retraining_the_character_model_reproduces_its_checkpoint(tmp_path):
+    """The second half of `make tiny-gpt`: the same losses, samples before and after, weights."""
+    again = tmp_path / "again.npz"
+    done = run(CHAR_PROGRAM, "--seed", "0", "--save", str(again), cwd=CHAR_PROGRAM.parent)
+    assert done.returncode == 0, done.stderr[-3000:]
+    stored, retrained = ml.load(CHAR_CHECKPOINT), ml.load(again)
+    assert retrained["before"] == stored["before"] and retrained["after"] == stored["after"]
+    for key in ("losses", "held_out"):
+        np.testing.assert_allclose(retrained[key], stored[key], rtol=1e-3, atol=1e-5)
+    for name, weight in stored["model"].items():
+        np.testing.assert_allclose(retrained["model"][name].data, weight.data, atol=1e-4)
+    assert stored["held_out"][-1] < 0.6 * stored["held_out"][0]  # it learned something
 
 
 def test_a_short_minilucid_run_learns(tmp_path):

@@ -124,6 +124,15 @@ def exact_match(model, rows):
     return int((sort_with(model, rows) == np.sort(rows, axis=1)).all(axis=1).sum())
 
 
+def update(model, loss, optimizer, scheduler):
+    """One training step: the gradients, clipped to norm 1, then the optimiser and schedule."""
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    scheduler.step()
+
+
 def main(steps=1000, seed=0, batch=64, lr=3e-3, save=None, load=None, held_out=1000):
     torch.manual_seed(seed)  # the initial weights
     test = problems(held_out, np.random.default_rng(12345))  # the same held-out set every run
@@ -140,11 +149,7 @@ def main(steps=1000, seed=0, batch=64, lr=3e-3, save=None, load=None, held_out=1
         for step in range(1, steps + 1):
             tokens, answers = as_training(problems(batch, rng, avoid))
             loss = loss_of(model, tokens, answers)
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
+            update(model, loss, optimizer, scheduler)
             losses.append(loss.item())
             if step in SAMPLED:  # how three held-out sequences come out as training goes on
                 samples.append([step, sort_with(model, test[:3]).tolist()])
