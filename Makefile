@@ -26,7 +26,7 @@ PYTEST_ARGS ?=
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	--nbval-cell-timeout=300
 
-.PHONY: help setup lab teacher class dashboard slides hub-test reset kit test check sync exercises \
+.PHONY: help setup lab teacher class dashboard slides hub-test tiny-gpt reset kit test check sync exercises \
 	progress execute html bench clean distclean
 
 # What each command installs into .venv (minilucid's extras; minilucid_course/setup.sh records
@@ -56,6 +56,7 @@ help:
 	@echo "make execute     re-run notebooks/ and solutions/ and store their outputs (NB=\"paths\" for some)"
 	@echo "make html        static HTML copy of the course in site/"
 	@echo "make bench       speed comparisons (python -m benchmarks)"
+	@echo "make tiny-gpt    retrain chapter 13's two tiny GPTs and their checkpoints (minutes)"
 	@echo "make clean       remove built and cached files (distclean also removes .venv)"
 
 setup:
@@ -165,6 +166,11 @@ html: setup
 
 bench: setup
 	$(PY) -m benchmarks
+
+# chapter 13's checkpoints: the sorting program and the character model, seed 0, their budgets
+tiny-gpt: setup
+	cd notebooks/capstone && OPENBLAS_NUM_THREADS=1 ../../$(PY) tiny_gpt.py --seed 0 --save tiny_gpt.npz
+	cd notebooks/capstone && OPENBLAS_NUM_THREADS=1 ../../$(PY) char_gpt.py --seed 0 --save char_gpt.npz
 
 clean:
 	rm -rf site .pytest_cache .hypothesis *.egg-info

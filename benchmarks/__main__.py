@@ -8,13 +8,13 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks import conv, deep, matmul, mlp, report, tiny, training
+from benchmarks import conv, deep, gpt, matmul, mlp, report, tiny, training
 from benchmarks.machine import describe, pin_torch_threads, torch
 from benchmarks.report import Row
 from benchmarks.timing import CLOCKS, interleave, phased, use_clock
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
-BENCHMARKS = ("mlp", "training", "tiny", "deep", "matmul", "conv")
+BENCHMARKS = ("mlp", "training", "tiny", "deep", "matmul", "conv", "gpt")
 
 FULL = {
     "repeats": 15,
@@ -83,6 +83,11 @@ NOTES = """\
   gradient needs a transpose; the buffer's size is stated beside it. Neither writes a second
   output-sized array for the bias: the hand-written one adds it in place, minilucid's conv2d
   multiplies it in as one more column of the weight against a row of ones.
+- Tiny GPT step: chapter 13's program `notebooks/capstone/tiny_gpt.py`, loaded once as it is
+  and once with its import line changed, so minilucid and PyTorch run the same model code on
+  the same batch from the same weights (their losses and gradients are compared first): the
+  loss, zero_grad and backward, gradient clipping and an AdamW step. It has no hand-written
+  NumPy version; its second row is minilucid's time over PyTorch's.
 - The hand-written NumPy versions are written as a careful person writes them: the same
   ufunc and BLAS calls an engine needs, in-place where it is natural, no copies.
 """
@@ -354,6 +359,29 @@ def run_conv(settings: dict) -> tuple[list[Row], list[Row]]:
     return summary, details
 
 
+def run_gpt(settings: dict) -> tuple[list[Row], list[Row]]:
+    models = gpt.engines()
+    gpt.check_gradients(models)
+    log("tiny GPT step: losses and gradients agree; timing ")
+    result = interleave(gpt.cases(models), settings["repeats"], settings["block"], log)
+    log("\n")
+    names = result.engines
+    summary = [Row(gpt.TITLE, "ms / step", {e: result.median(e) * 1e3 for e in names})]
+    if "torch" in names:
+        summary.append(
+            Row(
+                f"{gpt.TITLE}: minilucid / PyTorch",
+                "ratio",
+                {"minilucid": result.ratio("minilucid", "torch")},
+            )
+        )
+    details = [
+        Row(f"Tiny GPT step: {phase}", "ms", {e: result.median(e, phase) * 1e3 for e in names})
+        for phase in ("forward", "backward", "update")
+    ]
+    return summary, details
+
+
 def check_all(engines: list[str]) -> None:
     """Every gradient check of every benchmark, without timing (a few seconds)."""
     for config in mlp.CONFIGS.values():
@@ -363,9 +391,10 @@ def check_all(engines: list[str]) -> None:
     deep.check_gradients(engines)
     matmul.check_gradients(matmul.engines(QUICK["matmul_size"]))
     conv.check_gradients(conv.engines())
+    gpt.check_gradients(gpt.engines())
     print(
         f"gradients agree: {', '.join(engines)} (MLP x 2, training epoch, tiny ops, "
-        "deep chain, matmul chain, conv2d layer)"
+        "deep chain, matmul chain, conv2d layer, tiny GPT)"
     )
 
 
@@ -413,6 +442,7 @@ def main(argv=None) -> int:
         "deep": lambda: run_deep(settings, engines),
         "matmul": lambda: run_matmul(settings),
         "conv": lambda: run_conv(settings),
+        "gpt": lambda: run_gpt(settings),
     }
     for name in BENCHMARKS:
         if name in chosen:

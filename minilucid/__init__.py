@@ -22,6 +22,8 @@ from minilucid.creation import (
 )
 from minilucid.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from minilucid.gradcheck import gradcheck
+from minilucid.ops.attention import tril, triu
+from minilucid.ops.sampling import multinomial, topk
 from minilucid.ops.shape import cat, stack, where
 from minilucid.ops.unary import abs, clamp, exp, log, relu, sigmoid, sqrt, tanh
 from minilucid.serialization import load, save
@@ -51,6 +53,7 @@ __all__ = [
     "long",
     "nn",
     "manual_seed",
+    "multinomial",
     "no_grad",
     "optim",
     "ones",
@@ -65,6 +68,9 @@ __all__ = [
     "stack",
     "tanh",
     "tensor",
+    "topk",
+    "tril",
+    "triu",
     "utils",
     "where",
     "zeros",

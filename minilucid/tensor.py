@@ -328,14 +328,30 @@ class Tensor:
     def argmax(self, dim=None, keepdim: bool = False, *, axis=None):
         return Tensor(argmax(self.data, dim=_dim(dim, axis, "argmax"), keepdim=keepdim))
 
+    # --- chapter 13: attention --------------------------------------------------------------
+
+    def masked_fill(self, mask, value):
+        return masked_fill(self, mask, value)
+
+    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
+        return topk(self, k, dim, largest, sorted)
+
+    def contiguous(self):
+        return self  # NumPy reshapes any layout, so a tensor needs no copy before .view
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self.shape[dim]
+
 
 # Ops need Tensor, so they are imported after it; the methods above look them up at call time.
 from minilucid.autograd import backward  # noqa: E402
 from minilucid.ops.alike import plain  # noqa: E402
+from minilucid.ops.attention import masked_fill  # noqa: E402
 from minilucid.ops.elementwise import Add, Div, Mul, Neg, Pow, Sub  # noqa: E402
 from minilucid.ops.inplace import overwrite, update  # noqa: E402
 from minilucid.ops.linalg import MatMul  # noqa: E402
 from minilucid.ops.reduce import Max, Mean, Min, Sum, argmax  # noqa: E402
+from minilucid.ops.sampling import topk  # noqa: E402
 from minilucid.ops.shape import GetItem, Permute, Reshape  # noqa: E402
 from minilucid.ops.softmax import LogSoftmax, Softmax  # noqa: E402
 from minilucid.ops.unary import Abs, Clamp, Exp, Log, Relu, Sigmoid, Sqrt, Tanh  # noqa: E402

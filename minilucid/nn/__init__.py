@@ -2,6 +2,7 @@
 
 from minilucid.nn import functional, init, utils
 from minilucid.nn.activation import Flatten, ReLU, Sigmoid, Tanh
+from minilucid.nn.attention import GELU, Embedding, ModuleList
 from minilucid.nn.container import Sequential
 from minilucid.nn.conv import Conv2d
 from minilucid.nn.dropout import Dropout
@@ -19,12 +20,15 @@ __all__ = [
     "Conv2d",
     "CrossEntropyLoss",
     "Dropout",
+    "Embedding",
     "Flatten",
+    "GELU",
     "LayerNorm",
     "Linear",
     "MSELoss",
     "MaxPool2d",
     "Module",
+    "ModuleList",
     "Parameter",
     "ReLU",
     "Sequential",

@@ -2,8 +2,10 @@
 
 import numpy as np
 
+from minilucid.nn.attention import scaled_dot_product_attention
 from minilucid.nn.dropout import dropout
 from minilucid.nn.normalization import batch_norm, layer_norm
+from minilucid.ops.attention import embedding, gelu
 from minilucid.ops.conv import avg_pool2d, conv2d, max_pool2d
 from minilucid.ops.linalg import Affine
 from minilucid.ops.softmax import CrossEntropy, LogSoftmax, Softmax
@@ -16,12 +18,15 @@ __all__ = [
     "conv2d",
     "cross_entropy",
     "dropout",
+    "embedding",
+    "gelu",
     "layer_norm",
     "linear",
     "log_softmax",
     "max_pool2d",
     "mse_loss",
     "relu",
+    "scaled_dot_product_attention",
     "sigmoid",
     "softmax",
     "tanh",
