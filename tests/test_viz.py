@@ -214,13 +214,34 @@ def test_group_clusters_nodes_by_label():
     assert picture.text.endswith("clusters:\n  layer1: w1\n  layer2: w2")
 
 
-def test_mime_bundle_has_svg_png_and_text():
+def test_mime_bundle_has_html_svg_png_and_text():
     *_, y = small()
-    bundle = draw_graph(y)._repr_mimebundle_()
-    assert set(bundle) == {"image/svg+xml", "image/png", "text/plain"}
+    picture = draw_graph(y)
+    bundle = picture._repr_mimebundle_()
+    assert set(bundle) == {"text/html", "image/svg+xml", "image/png", "text/plain"}
     assert bundle["image/svg+xml"].lstrip().startswith("<?xml")
     assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
-    assert "0x" not in bundle["text/plain"]
+    assert bundle["text/plain"] == picture.text and "0x" not in bundle["text/plain"]
+    src = re.search(r'<img src="data:image/svg\+xml;base64,([^"]+)"', bundle["text/html"])
+    assert base64.b64decode(src.group(1)).decode() == bundle["image/svg+xml"]  # the same size
+
+
+def test_the_html_picture_lists_every_value_and_gradient_in_full():
+    x = ml.tensor(np.arange(10.0) / 4, requires_grad=True, name="x")
+    y = (x * x).sum()
+    y.name = "y"
+    before = draw_graph(y).html()
+    y.backward(retain_graph=True)
+    html = draw_graph(y).html()
+    listing = re.search(
+        r'<details class="minilucid-values"><summary>[^<]*</summary><pre>(.*?)</pre></details>',
+        html,
+        re.S,
+    ).group(1)
+    assert "values [0.  , 0.25, 0.5 , 0.75, 1.  , 1.25, 1.5 , 1.75, 2.  , 2.25]" in listing
+    assert "grad   [0. , 0.5, 1. , 1.5, 2. , 2.5, 3. , 3.5, 4. , 4.5]" in listing
+    assert "grad " not in before  # no gradient before backward
+    assert "<script" not in html and "<style" not in html  # survives a sanitizer as it is
 
 
 def test_save_writes_each_format(tmp_path):
