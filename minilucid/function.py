@@ -88,6 +88,7 @@ class Function:
         out.name = None
         out._hooks = None
         out._retains_grad = False
+        out._cut = None
         if requires_grad and GRAD_MODE.enabled:
             ctx.parents = inputs
             ctx.version = VERSIONS.clock  # backward checks that nothing saved changed since
@@ -100,6 +101,9 @@ class Function:
         else:
             out._ctx = None
             out._requires_grad = False
+            for x in inputs:  # h.detach().max() still knows where detach() cut it, for pictures
+                if isinstance(x, Tensor) and x._cut is not None:
+                    out._cut = x._cut
         return out
 
 

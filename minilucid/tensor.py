@@ -5,6 +5,8 @@ made it, that op's context `_ctx`, whose `parents` are the tensors the op consum
 operator and method below is a one-line call to its op; the ops live in `minilucid.ops`.
 """
 
+import weakref
+
 import numpy as np
 
 from minilucid._arrays import (  # helpers that need no Tensor
@@ -26,7 +28,17 @@ long = int64  # PyTorch's other name for int64, the dtype of class labels
 class Tensor:
     """A NumPy array that remembers how it was computed, so that gradients can flow back."""
 
-    __slots__ = ("data", "grad", "_requires_grad", "name", "_ctx", "_hooks", "_retains_grad")
+    __slots__ = (
+        "data",
+        "grad",
+        "_requires_grad",
+        "name",
+        "_ctx",
+        "_hooks",
+        "_retains_grad",
+        "_cut",
+        "__weakref__",
+    )
     __hash__ = object.__hash__  # `==` is elementwise, identity is the hash
     __array_ufunc__ = None  # `array + t` calls t.__radd__ instead of NumPy looping over t
 
@@ -39,6 +51,7 @@ class Tensor:
         self._ctx = None  # the op that created this tensor; None for a leaf
         self._hooks = None
         self._retains_grad = False
+        self._cut = None  # detach() sets it: where the graph was cut, for pictures
         self._requires_grad = False
         if requires_grad:
             self.requires_grad_(True)
@@ -244,7 +257,9 @@ class Tensor:
         self.requires_grad_(requires_grad)
 
     def detach(self):
-        return Tensor(self.data, name=self.name)
+        out = Tensor(self.data, name=self.name)
+        out._cut = weakref.ref(self)  # for pictures: where the graph was cut (keeps nothing alive)
+        return out
 
     def __iadd__(self, other):
         return update(self, "add_", other)

@@ -417,13 +417,20 @@ def test_jupyterlab_shows_the_stored_backward_picture_of_chapter_03(browser, lab
         and "def draw_backward" not in cell.source
     ]
     assert calls, f"{CHAPTER} has no cell that calls draw_backward"
+    stored = {key for out in nb.cells[calls[0]].outputs for key in out.get("data", {})}
     page = open_notebook(browser, url, CHAPTER)
     cell = page.locator(".jp-Notebook .jp-Cell").nth(calls[0])
     image = cell.locator(".jp-OutputArea-output img").first
     image.wait_for(state="visible", timeout=15000)
-    assert image.get_attribute("src").startswith("data:image/png;base64,")
     assert image.evaluate("img => img.complete && img.naturalWidth > 100")
-    assert cell.locator(".jp-OutputArea-output svg").count() == 0  # untrusted: SVG is hidden
+    assert cell.locator(".jp-OutputArea-output svg").count() == 0  # untrusted: no inline SVG
+    if "text/html" in stored:  # the sanitized HTML: the SVG as an image, the values under it
+        assert image.get_attribute("src").startswith("data:image/svg+xml;base64,")
+        values = cell.locator("details.minilucid-values")
+        values.locator("summary").click()
+        assert "grad" in values.locator("pre").inner_text()
+    else:  # an output stored before the HTML was added: the PNG
+        assert image.get_attribute("src").startswith("data:image/png;base64,")
     page.close()
 
 
@@ -443,8 +450,12 @@ def test_jupyterlab_untrusted_step_through_falls_back_to_frames(browser, lab):
     assert not page.locator(".minilucid-controls").is_visible()  # the script was removed
     frames.first.locator("summary").click()
     assert frames.first.locator("img").is_visible()
-    picture = page.locator(".jp-CodeCell").nth(1).locator(".jp-OutputArea-output img")
-    assert picture.get_attribute("src").startswith("data:image/png;base64,")
+    picture = page.locator(".jp-CodeCell").nth(1).locator(".jp-OutputArea-output")
+    assert picture.locator("img").get_attribute("src").startswith("data:image/svg+xml;base64,")
+    values = picture.locator("details.minilucid-values")
+    assert not values.locator("pre").is_visible()  # folded until asked for
+    values.locator("summary").click()
+    assert "values [1., 2.]" in values.locator("pre").inner_text()
     page.close()
 
 

@@ -214,13 +214,34 @@ def test_group_clusters_nodes_by_label():
     assert picture.text.endswith("clusters:\n  layer1: w1\n  layer2: w2")
 
 
-def test_mime_bundle_has_svg_png_and_text():
+def test_mime_bundle_has_html_svg_png_and_text():
     *_, y = small()
-    bundle = draw_graph(y)._repr_mimebundle_()
-    assert set(bundle) == {"image/svg+xml", "image/png", "text/plain"}
+    picture = draw_graph(y)
+    bundle = picture._repr_mimebundle_()
+    assert set(bundle) == {"text/html", "image/svg+xml", "image/png", "text/plain"}
     assert bundle["image/svg+xml"].lstrip().startswith("<?xml")
     assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
-    assert "0x" not in bundle["text/plain"]
+    assert bundle["text/plain"] == picture.text and "0x" not in bundle["text/plain"]
+    src = re.search(r'<img src="data:image/svg\+xml;base64,([^"]+)"', bundle["text/html"])
+    assert base64.b64decode(src.group(1)).decode() == bundle["image/svg+xml"]  # the same size
+
+
+def test_the_html_picture_lists_every_value_and_gradient_in_full():
+    x = ml.tensor(np.arange(10.0) / 4, requires_grad=True, name="x")
+    y = (x * x).sum()
+    y.name = "y"
+    before = draw_graph(y).html()
+    y.backward(retain_graph=True)
+    html = draw_graph(y).html()
+    listing = re.search(
+        r'<details class="minilucid-values"><summary>[^<]*</summary><pre>(.*?)</pre></details>',
+        html,
+        re.S,
+    ).group(1)
+    assert "values [0.  , 0.25, 0.5 , 0.75, 1.  , 1.25, 1.5 , 1.75, 2.  , 2.25]" in listing
+    assert "grad   [0. , 0.5, 1. , 1.5, 2. , 2.5, 3. , 3.5, 4. , 4.5]" in listing
+    assert "grad " not in before  # no gradient before backward
+    assert "<script" not in html and "<style" not in html  # survives a sanitizer as it is
 
 
 def test_save_writes_each_format(tmp_path):
@@ -381,6 +402,46 @@ def test_a_detach_shows_where_the_graph_was_cut():
     names = {n.key: n.title for n in picture.scene.nodes}
     assert [(names[e.tail], names[e.head]) for e in cuts] == [("h", "target")]
     assert re.search(r'n\d+ -> n\d+ \[label="detach\(\)" arrowhead=tee', picture.source)
+    assert picture.text.endswith("cuts (no gradient flows back):\n  target = h.detach()")
     assert "detach" in draw_backward(loss).source
     copy = ml.tensor(h.data.copy(), name="copy")  # equal values, its own array: no cut
     assert not [e for e in draw_graph((h * copy).sum()).scene.edges if e.kind == "detach"]
+    shared = ml.Tensor(h.data, name="shared")  # the same array, but no detach(): no cut
+    assert not [e for e in draw_graph((h * shared).sum()).scene.edges if e.kind == "detach"]
+
+
+def test_the_cut_shows_when_the_detached_tensor_is_used_through_more_ops():
+    x = ml.tensor([1.0, 2.0, 4.0], name="x")
+    w = ml.tensor(2.0, requires_grad=True, name="w")
+    h = x * w
+    h.name = "h"
+    target = h.detach().max()  # a leaf made from the detached tensor, which is not drawn
+    target.name = "target"
+    loss = ((h - target) ** 2).sum()
+    picture = draw_graph(loss)
+    names = {n.key: n.title for n in picture.scene.nodes}
+    cuts = [
+        (names[e.tail], names[e.head], e.label) for e in picture.scene.edges if e.kind == "detach"
+    ]
+    assert cuts == [("h", "target", "from detach()")]
+    assert 'label="from detach()" arrowhead=tee' in picture.source
+    assert picture.text.endswith(
+        "cuts (no gradient flows back):\n  target computed from h.detach()"
+    )
+    assert "target computed from h.detach()" in draw_backward(loss).text
+    assert target.is_leaf and not target.requires_grad  # the record is no part of the graph
+    assert not [e for e in draw_graph((h * h).sum()).scene.edges if e.kind == "detach"]
+
+
+def test_detach_keeps_its_source_only_weakly():
+    import gc
+
+    x = ml.tensor(np.ones(1000), requires_grad=True)
+    h = (x * 2).exp()
+    d = h.detach()
+    kept = d.max()
+    assert d._cut() is h and kept._cut() is h
+    del h
+    gc.collect()
+    assert d._cut() is None and kept._cut() is None  # the graph behind h is gone
+    assert draw_graph(kept * x).text.count("detach") == 0

@@ -184,6 +184,7 @@ def _old_self(t: Tensor) -> Tensor:
     old._requires_grad = t._requires_grad
     old._hooks, t._hooks = t._hooks, None
     old._retains_grad = False
+    old._cut = t._cut
     return old
 
 

@@ -1,12 +1,13 @@
 """Pictures of the graph: the forward pass, the backward pass step by step, and gradcheck's verdict.
 
-Each function returns a picture object. Jupyter displays it as SVG (PNG where SVG is not
-trusted); its text form lists the nodes and edges in order. Outside Jupyter it works like a
-graphviz graph: `.source` (DOT), `.save("g.svg" | "g.png" | "g.pdf" | "g.gv")`,
-`.render(filename, format=...)`, `.view()`, `.pipe(format)`. Without Graphviz's `dot` each says
-how to install it and still writes the DOT. `set_options(presentation=True)` (or
-`with options(presentation=True):`) draws larger type fitted to the screen's width and height,
-for a projector.
+Each function returns a picture object. Jupyter displays it as an SVG image with every value
+and gradient listed, folded, under it (SVG or PNG alone where HTML is not shown); its text
+form lists the nodes and edges in order. Outside Jupyter it works like a graphviz graph:
+`.source` (DOT), `.save("g.svg" | "g.png" | "g.pdf" | "g.gv")`, `.render(filename,
+format=...)`, `.view()`, `.pipe(format)`. Without Graphviz's `dot` each says how to install
+it and still writes the DOT. `set_options(presentation=True)` (or `with
+options(presentation=True):`) draws larger type fitted to the screen's width and height, for
+a projector.
 """
 
 from minilucid.viz._check import _checked_ops

@@ -294,7 +294,7 @@ def _op(scene, node, upto: int) -> dict:
 
 def _edge(scene, edge, upto: int, compact: bool):
     if edge.kind == "detach":  # the graph was cut here: no gradient flows back along it
-        return {"label": "detach()", "style": "dotted", "arrowhead": "tee", **CUT}
+        return {"label": edge.label, "style": "dotted", "arrowhead": "tee", **CUT}
     if edge.kind == "grad":
         if edge.step > upto:
             return None

@@ -33,7 +33,14 @@ def _forward_text(scene) -> str:
 
 
 def _group_lines(scene) -> list:
-    lines = ["clusters:"] if scene.groups else []
+    """Where detach() cut the graph, then the clusters: the lines every listing ends with."""
+    names = {n.key: n.title for n in scene.nodes}
+    cuts = [e for e in scene.edges if e.kind == "detach"]
+    lines = ["cuts (no gradient flows back):"] if cuts else []
+    for e in cuts:
+        how = "=" if e.label == "detach()" else "computed from"
+        lines.append(f"  {names[e.head]} {how} {names[e.tail]}.detach()")
+    lines += ["clusters:"] if scene.groups else []
     return lines + [f"  {label}: {', '.join(names)}" for label, names in scene.groups.items()]
 
 

@@ -1,4 +1,4 @@
-"""A drawn graph: SVG, PNG and a text listing in Jupyter; files, a viewer and DOT outside it.
+"""A drawn graph: HTML, SVG, PNG and a listing in Jupyter; files, a viewer and DOT outside it.
 
 The methods outside Jupyter carry graphviz's own names (`source`, `render`, `view`, `pipe`,
 `save`). Without Graphviz's `dot` each of them says how to install it and still writes the DOT.
@@ -7,13 +7,14 @@ The methods outside Jupyter carry graphviz's own names (`source`, `render`, `vie
 import base64
 import dataclasses
 import re
+from html import escape
 from pathlib import Path
 
 import graphviz
 
 from minilucid.graphviz_install import graphviz_install_hint
 from minilucid.viz._dot import _dot, _layout
-from minilucid.viz._listing import _text
+from minilucid.viz._listing import _text, _values_text
 from minilucid.viz._options import _scale
 
 
@@ -82,7 +83,11 @@ class _Drawing:
 
 
 class _Picture(_Drawing):
-    """One scene drawn in one layout; Jupyter shows it as SVG (PNG where SVG is not trusted)."""
+    """One scene drawn in one layout; Jupyter shows it as HTML: the SVG and the whole values.
+
+    The bundle also holds the SVG and a PNG, for front ends that show no HTML, and the listing
+    as text/plain.
+    """
 
     def __init__(
         self, scene, rankdir="auto", upto=None, layout=None, pins=None, fill=None, expand=None
@@ -106,10 +111,28 @@ class _Picture(_Drawing):
         except graphviz.ExecutableNotFound:
             return {"text/plain": self.text + "\n\n" + _no_dot_message(listing=True)}
         return {
+            "text/html": self.html(svg),
             "image/svg+xml": svg,
             "image/png": base64.b64encode(png).decode("ascii"),
             "text/plain": self.text,
         }
+
+    def html(self, svg: str | None = None) -> str:
+        """The picture as an SVG image, and under it every value and gradient, in full.
+
+        JupyterLab shows SVG as an image, so its tooltips never appear: the listing under the
+        picture is where the whole values are. Plain <img> and <details>, no script or style
+        sheet: it shows the same where a notebook's HTML is sanitized.
+        """
+        svg = self.svg() if svg is None else svg
+        data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+        alt = escape(self.text.splitlines()[0])
+        return (
+            '<div class="minilucid-picture">'
+            f'<img src="data:image/svg+xml;base64,{data}" alt="{alt}" '
+            'style="max-width:100%;height:auto">'
+            f"</div>\n{_values_html(self.scene)}"
+        )
 
     def svg(self) -> str:
         """The SVG at the size it is shown: natural, or fitted to a screen in presentation mode.
@@ -187,6 +210,14 @@ def _presentation_layout(scene, first, upto=None):
         if best[0] * first.scale >= 1:
             break
     return best[1]
+
+
+def _values_html(scene) -> str:
+    """Every tensor's whole values and gradient, folded under a picture until asked for."""
+    return (
+        '<details class="minilucid-values"><summary>every value and gradient, in full'
+        f"</summary><pre>{escape(_values_text(scene))}</pre></details>"
+    )
 
 
 def _render(source: str, kind: str, pinned: bool = False) -> bytes:

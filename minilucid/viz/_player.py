@@ -15,7 +15,6 @@ from pathlib import Path
 import graphviz
 
 from minilucid.viz._dot import _dot, _label_variants, _layout
-from minilucid.viz._listing import _values_text
 from minilucid.viz._options import _scale
 from minilucid.viz._picture import (
     SIZE,
@@ -24,6 +23,7 @@ from minilucid.viz._picture import (
     _no_dot_message,
     _Picture,
     _presentation_layout,
+    _values_html,
 )
 from minilucid.viz._pinned import _pin
 
@@ -129,10 +129,7 @@ class _Player(_Drawing):
                 f'<img src="data:image/svg+xml;base64,{data}" alt="{escape(caption)}" '
                 f'style="{self._size(svg)}">{self._here(k)}</div></details>'
             )
-        rows.append(
-            '<details class="minilucid-values"><summary>every value and gradient, in full'
-            f"</summary><pre>{escape(_values_text(self.scene))}</pre></details>"
-        )
+        rows.append(_values_html(self.scene))
         rows.append("</div>")
         return "\n".join(rows) + "\n" + SCRIPT
 

@@ -189,14 +189,16 @@ def _op(graph, i: int, t: Tensor, nodes: list, edges: list) -> None:
 
 
 def _cuts(graph) -> list:
-    """Where detach() cut the graph: a leaf holding the very array a drawn op made (detach
-    shares the data) gets a "detach" edge from that op's tensor."""
-    made = {id(t.data): i for i, t in enumerate(graph.tensors) if t._ctx is not None}
-    return [
-        _Edge(f"n{made[id(t.data)]}", f"n{i}", "detach")
-        for i, t in enumerate(graph.tensors)
-        if t._ctx is None and id(t.data) in made
-    ]
+    """Where detach() cut the graph: a drawn tensor detached from a drawn tensor, or computed
+    from such a detached tensor without recording a graph (`h.detach().max()`), gets a "detach"
+    edge from it."""
+    edges = []
+    for i, t in enumerate(graph.tensors):
+        source = None if t._cut is None else t._cut()
+        if graph.has(source):
+            words = "detach()" if t.data is source.data else "from detach()"
+            edges.append(_Edge(f"n{graph.index[id(source)]}", f"n{i}", "detach", label=words))
+    return edges
 
 
 def _input_names(op) -> list:
