@@ -25,6 +25,16 @@ int64 = np.dtype("int64")
 long = int64  # PyTorch's other name for int64, the dtype of class labels
 
 
+class _Cut(weakref.ref):
+    """detach()'s note of the tensor it cut, for pictures. It keeps nothing alive, and a pickle or
+    a copy of the detached tensor carries no note (nothing was cut there)."""
+
+    __slots__ = ()
+
+    def __reduce__(self):
+        return type(None), ()
+
+
 class Tensor:
     """A NumPy array that remembers how it was computed, so that gradients can flow back."""
 
@@ -258,7 +268,7 @@ class Tensor:
 
     def detach(self):
         out = Tensor(self.data, name=self.name)
-        out._cut = weakref.ref(self)  # for pictures: where the graph was cut (keeps nothing alive)
+        out._cut = _Cut(self)  # for pictures: where the graph was cut (keeps nothing alive)
         return out
 
     def __iadd__(self, other):

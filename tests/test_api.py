@@ -357,3 +357,18 @@ def test_helpers_that_need_no_tensor_import_nothing_of_the_package():
     assert imported == ["numpy"], imported
     assert unary.plain is alike.plain  # an ops module imports alike without an import circle
     assert helpers._axis(-1, 3, "sum") == 2
+
+
+def test_a_detached_tensor_pickles_and_copies_without_its_note_of_the_cut():
+    """detach() notes the tensor it cut (for pictures) by a weak reference; a state dict of
+    detached tensors still pickles, and the copy carries no note."""
+    import copy
+    import pickle
+
+    x = ml.tensor([1.0, 2.0], requires_grad=True)
+    detached = x.detach()
+    assert detached._cut() is x
+    for back in (pickle.loads(pickle.dumps(detached)), copy.deepcopy(detached)):
+        assert back._cut is None and np.array_equal(back.data, x.data)
+    state = ml.nn.Linear(2, 3).state_dict()
+    assert list(pickle.loads(pickle.dumps(state))) == ["weight", "bias"]
