@@ -222,18 +222,26 @@ def _run(source, after, namespace, timeout):
     return verdict
 
 
+def _tally(verdicts: list[str]) -> str:
+    """'N killed (A by an AssertionError), S survived, T timeouts' of a list of verdicts."""
+    count = {k: sum(v.startswith(k) for v in verdicts) for k in ("killed", "survived", "timeout")}
+    asserted = sum(v.startswith("killed: AssertionError") for v in verdicts)
+    return (
+        f"{len(verdicts)} run: {count['killed']} killed ({asserted} by an AssertionError), "
+        f"{count['survived']} survived, {count['timeout']} timeouts"
+    )
+
+
 def _print(chapter, row):
     answer_id, checks, total, solution, results, original = row
-    verdicts = [v.split(":")[0] for _, _, v in results]
-    counts = {k: verdicts.count(k) for k in ("killed", "survived", "timeout")}
-    print(f"ch{chapter} {answer_id} ({', '.join(checks)}): {total} mutants, ran {len(results)}: "
-          f"{counts['killed']} killed, {counts['survived']} survived, {counts['timeout']} timeouts"
-          f"; the solution: {'passes' if solution == 'survived' else solution}", flush=True)  # fmt: skip
+    passes = "passes" if solution == "survived" else f"FAILS ({solution})"
+    print(f"ch{chapter} {answer_id} ({', '.join(checks)}): {total} mutants, ", end="")
+    print(f"{_tally([v for *_, v in results])}; the solution {passes}", flush=True)
     for label, new, verdict in results:
         if verdict == "survived":
-            diff = [d for d in difflib.unified_diff(original.splitlines(), new.splitlines(), n=0)
-                    if d[:1] in "+-" and d[:3] not in ("+++", "---")]  # fmt: skip
-            print(f"  SURVIVED {label}:  " + "  |  ".join(d.strip() for d in diff), flush=True)
+            diff = difflib.unified_diff(original.splitlines(), new.splitlines(), n=0)
+            lines = [d.strip() for d in diff if d[:1] in "+-" and d[:3] not in ("+++", "---")]
+            print(f"  SURVIVED {label}:  " + "  |  ".join(lines), flush=True)
 
 
 def main():
@@ -244,15 +252,12 @@ def main():
     parser.add_argument("--slow", action="append", default=[], help="ANSWER_ID=N fewer mutants")
     args = parser.parse_args()
     slow = {k: int(v) for k, v in (item.split("=") for item in args.slow)}
-    totals = {"killed": 0, "survived": 0, "timeout": 0}
+    verdicts = []
     for chapter in args.chapters:
         for *_, results, _ in survey(chapter, args.per_answer, args.timeout, slow):
-            for *_, verdict in results:
-                totals[verdict.split(":")[0]] += 1
-    ran = sum(totals.values())
-    rate = (totals["killed"] + totals["timeout"]) / max(ran, 1)
-    print(f"chapters {' '.join(args.chapters)}: {ran} mutants, {totals['killed']} killed, "
-          f"{totals['timeout']} timeouts, {totals['survived']} survived: {rate:.1%} killed")  # fmt: skip
+            verdicts += [verdict for *_, verdict in results]
+    killed = sum(not v.startswith("survived") for v in verdicts) / max(len(verdicts), 1)
+    print(f"chapters {' '.join(args.chapters)}: {_tally(verdicts)}: {killed:.1%} killed")
 
 
 if __name__ == "__main__":
