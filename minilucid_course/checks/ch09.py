@@ -72,7 +72,15 @@ def _make(cls, what: str, *args, **kwargs):
 def check_my_data_loader(cls) -> None:
     """Batches in order, sizes, drop_last, len, shuffling per epoch, seeds, bad batch sizes."""
     ds = _numbered(10)
-    for bs, drop in [(3, False), (3, True), (5, False), (4, True), (12, False), (12, True)]:
+    for bs, drop in [
+        (3, False),
+        (3, True),
+        (5, False),
+        (4, True),
+        (12, False),
+        (12, True),
+        (1, False),
+    ]:
         what = f"MyDataLoader(10 examples, batch_size={bs}, drop_last={drop})"
         loader = _make(cls, what, ds, batch_size=bs, drop_last=drop)
         got = _epoch(loader, what)
@@ -313,6 +321,7 @@ def check_early_stopping(fit_early_stopping) -> None:
         want, best_epoch, best_state = _reference_run(seed, patience, max_epochs)
         model, optimizer, train_loader, val_loader, loss_fn = early_stopping_problem(seed)
         what = f"fit_early_stopping(..., patience={patience}, max_epochs={max_epochs})"
+        evaluated = _watch_mode(model, optimizer)
         got = call(
             what,
             fit_early_stopping,
@@ -325,6 +334,12 @@ def check_early_stopping(fit_early_stopping) -> None:
             max_epochs=max_epochs,
             returns=list,
         )
+        if evaluated:
+            raise AssertionError(
+                f"{what}: the optimiser stepped while the model was in eval mode (evaluate "
+                "leaves it there), so dropout and batch norm would train as if evaluating. "
+                "Call model.train() at the start of every epoch"
+            )
         if len(got) != len(want):
             stop = len(want)
             if len(got) == max_epochs:
@@ -362,7 +377,39 @@ def check_early_stopping(fit_early_stopping) -> None:
                     else "."
                 )
             )
+    _plateau_problem(fit_early_stopping)
     print("✓ fit_early_stopping: stops patience epochs after the best one, best weights back")
+
+
+def _watch_mode(model, optimizer) -> list:
+    """A list that gets an entry each time the optimiser steps while the model is in eval mode."""
+    evaluated, step = [], optimizer.step
+
+    def watched_step():
+        if not model.training:
+            evaluated.append(True)
+        return step()
+
+    optimizer.step = watched_step
+    return evaluated
+
+
+def _plateau_problem(fit_early_stopping) -> None:
+    """With lr = 0 the validation loss never changes: equal is not better."""
+    model, optimizer, train_loader, val_loader, loss_fn = early_stopping_problem(0)
+    for group in optimizer.param_groups:
+        group["lr"] = 0.0
+    what = "fit_early_stopping(..., patience=2, max_epochs=10) with lr=0"
+    got = call(
+        what, fit_early_stopping, model, optimizer, train_loader, val_loader, loss_fn,
+        patience=2, max_epochs=10, returns=list,
+    )  # fmt: skip
+    if len(got) != 3:
+        raise AssertionError(
+            f"{what}, so the validation loss never changes: it trained {len(got)} epochs, not "
+            "3 (the first, then patience epochs without improvement). A loss equal to the best "
+            "one is no improvement: only a strictly smaller one resets the count"
+        )
 
 
 def your_early_stopping_picture(fit_early_stopping) -> None:
