@@ -263,7 +263,7 @@ def check_evaluate(evaluate) -> None:
 # Exercise 3: early stopping
 
 
-def early_stopping_problem(seed: int = 0):
+def early_stopping_problem(seed: int = 0, adam=optim.Adam):
     """A small, overfitting problem: (model, optimizer, train_loader, val_loader, loss_fn)."""
     rng = np.random.default_rng(seed)
     centres = rng.normal(size=(3, 4)) * 1.2
@@ -276,7 +276,7 @@ def early_stopping_problem(seed: int = 0):
     val = TensorDataset(Tensor(x[40:]), Tensor(labels[40:]))
     ml.manual_seed(seed)
     model = nn.Sequential(nn.Linear(4, 64), nn.ReLU(), nn.Linear(64, 3))
-    optimizer = optim.Adam(model.parameters(), lr=0.004)
+    optimizer = adam(model.parameters(), lr=0.004)
     train_loader = DataLoader(
         train, batch_size=8, shuffle=True, generator=np.random.default_rng(seed)
     )
@@ -319,9 +319,10 @@ def check_early_stopping(fit_early_stopping) -> None:
     """Stops `patience` epochs after the best validation loss, with the best weights back."""
     for seed, patience, max_epochs in [(0, 3, 60), (1, 5, 60), (2, 2, 60), (0, 100, 12)]:
         want, best_epoch, best_state = _reference_run(seed, patience, max_epochs)
-        model, optimizer, train_loader, val_loader, loss_fn = early_stopping_problem(seed)
+        problem = early_stopping_problem(seed, _ModeWatchingAdam)
+        model, optimizer, train_loader, val_loader, loss_fn = problem
+        optimizer.model = model
         what = f"fit_early_stopping(..., patience={patience}, max_epochs={max_epochs})"
-        evaluated = _watch_mode(model, optimizer)
         got = call(
             what,
             fit_early_stopping,
@@ -334,7 +335,7 @@ def check_early_stopping(fit_early_stopping) -> None:
             max_epochs=max_epochs,
             returns=list,
         )
-        if evaluated:
+        if optimizer.steps_in_eval:
             raise AssertionError(
                 f"{what}: the optimiser stepped while the model was in eval mode (evaluate "
                 "leaves it there), so dropout and batch norm would train as if evaluating. "
@@ -381,17 +382,15 @@ def check_early_stopping(fit_early_stopping) -> None:
     print("✓ fit_early_stopping: stops patience epochs after the best one, best weights back")
 
 
-def _watch_mode(model, optimizer) -> list:
-    """A list that gets an entry each time the optimiser steps while the model is in eval mode."""
-    evaluated, step = [], optimizer.step
+class _ModeWatchingAdam(optim.Adam):
+    """Adam that counts the steps it takes while `self.model` is in eval mode."""
 
-    def watched_step():
-        if not model.training:
-            evaluated.append(True)
-        return step()
+    model, steps_in_eval = None, 0
 
-    optimizer.step = watched_step
-    return evaluated
+    def step(self) -> None:
+        if not self.model.training:
+            self.steps_in_eval += 1
+        super().step()
 
 
 def _plateau_problem(fit_early_stopping) -> None:
