@@ -251,6 +251,7 @@ def main():
     parser.add_argument("--timeout", type=float, default=60)
     parser.add_argument("--slow", action="append", default=[], help="ANSWER_ID=N fewer mutants")
     args = parser.parse_args()
+    os.nice(5)  # a survey, not a test: let the machine's other work go first
     slow = {k: int(v) for k, v in (item.split("=") for item in args.slow)}
     verdicts = []
     for chapter in args.chapters:
