@@ -116,6 +116,24 @@ MUTANTS = {
             "not copies",
         ),
         "None does not unregister a name": Wrong([(FORGET, "")], "'bias' is still registered"),
+        "a Parameter under a submodule's name stays in _modules too": Wrong(
+            [
+                (
+                    "            self._modules.pop(name, None)\n            self._parameters[name]",
+                    "            self._parameters[name]",
+                )
+            ],
+            "still in _modules",
+        ),
+        "a submodule under a Parameter's name stays in _parameters too": Wrong(
+            [
+                (
+                    "            self._parameters.pop(name, None)\n            self._modules[name]",
+                    "            self._modules[name]",
+                )
+            ],
+            "still in _parameters",
+        ),
         "registers a module under the parameters": Wrong(
             [("self._modules[name] = value", "self._parameters[name] = value")],
             "its _modules hold []",

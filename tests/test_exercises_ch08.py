@@ -269,6 +269,10 @@ MUTANTS = {
             _sgd(edit=("if mu != 0:", "if False:")),
             "plain SGD",
         ),
+        "momentum only for 0 < momentum < 1": Wrong(
+            _sgd(edit=("if mu != 0:", "if 0 < mu < 1:")),
+            "plain SGD",
+        ),
         "a buffer not kept between steps": Wrong(
             _sgd(edit=('if "momentum_buffer" not in state:', "if True:")),
             "not kept from one step to the next",

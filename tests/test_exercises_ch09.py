@@ -140,6 +140,9 @@ MUTANTS = {
             "batch_size=0",
             "was accepted",
         ),
+        "refusing a batch of one": Wrong(
+            _loader(("if batch_size <= 0:", "if batch_size <= 1:")), "batch_size=1"
+        ),
         "an error that does not name the value": Wrong(
             _loader(
                 (
@@ -313,6 +316,19 @@ MUTANTS = {
                 "        val_loss, _ = evaluate(model, val_loader, loss_fn)\n        val_losses",
                 "        val_losses",
             ),
+        ),
+        "training in eval mode after the first evaluation": Wrong(
+            _fit(
+                (
+                    "        model.train()\n        for x, y in train_loader:",
+                    "        for x, y in train_loader:",
+                )
+            ),
+            "eval mode",
+            "model.train()",
+        ),
+        "an equal loss counts as an improvement": Wrong(
+            _fit(("if val_loss < best:", "if val_loss <= best:")), "never changes", "strictly"
         ),
         "stopping on the training loss": _fit(
             (

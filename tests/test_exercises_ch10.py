@@ -40,6 +40,7 @@ WEIGHT = "filters = self.weight.reshape(self.weight.shape[0], -1)"
 BIAS = "self.bias.reshape(-1, 1)"
 COLS = "cols = MyIm2Col.apply(x, kernel_size=(kh, kw), stride=s, padding=p)"
 DRAW_WEIGHT = "self.weight = Parameter((ml.rand(*shape).data * 2 - 1) * bound)"
+DRAW_BIAS = "self.bias = Parameter((ml.rand(out_channels).data * 2 - 1) * bound)"
 BOUND = "bound = 1 / math.sqrt(in_channels * kernel_size[0] * kernel_size[1])"
 ADD_BACK = "image[:, :, rows, columns] += windows[:, :, i, j]"
 SHARE = "ctx.share = winners / winners.sum(axis=1, keepdims=True)"
@@ -224,6 +225,12 @@ MUTANTS = {
         "weights drawn from a normal distribution": Wrong(
             [(DRAW_WEIGHT, "self.weight = Parameter(ml.randn(*shape).data * bound)")], "outside"
         ),
+        "the bias drawn on one side of 0": Wrong(
+            [(DRAW_BIAS, DRAW_BIAS.replace("* 2 - 1", "/ 2 - 1"))], "on one side of 0"
+        ),
+        "a fan-in of kw * kw (right for square kernels only)": Wrong(
+            [(BOUND, BOUND.replace("kernel_size[0] *", "kernel_size[1] *"))], "(1, 5)", "far inside"
+        ),
         "bound 1/fan_in": Wrong(
             [(BOUND, "bound = 1 / (in_channels * kernel_size[0] * kernel_size[1])")], "far inside"
         ),
@@ -232,7 +239,7 @@ MUTANTS = {
         ),
         "weights all positive": Wrong(
             [(DRAW_WEIGHT, "self.weight = Parameter(ml.rand(*shape).data * bound)")],
-            "not spread like a uniform draw",
+            "on one side of 0",
         ),
         "weights from NumPy's global generator": Wrong(
             [

@@ -180,6 +180,9 @@ MUTANTS = {
         "straight through everywhere": Wrong([(RETURN, "return grad")], "also where |x| > 1"),
         "true derivative": Wrong([(RETURN, "return grad * 0")], "round's own derivative"),
         "one-sided mask": Wrong([(SAVE, "ctx.save_for_backward(a < 1)")], "outside [-1, 1]"),
+        "a mask without its ends (|x| < 1)": Wrong(
+            [(SAVE, "ctx.save_for_backward(np.abs(a) < 1)")], "at x = [-1, 1]", "|x| <= 1"
+        ),
         "narrow mask": Wrong(
             [(SAVE, "ctx.save_for_backward(np.abs(a) < 0.5)")], "not the gradient of clamp"
         ),

@@ -157,6 +157,29 @@ def _registration_problem(kinds) -> None:
             "Seq(...), then setting its submodule '1' to None: '1' is still in _modules. "
             "Assigning None under a registered name removes it from the registry"
         )
+    _switch_problem(kinds)
+
+
+def _switch_problem(kinds) -> None:
+    """A name that changes kind (submodule <-> Parameter) stays in one registry only."""
+    seq = kinds.Seq(kinds.Layer(3, 4), kinds.Act())
+    seq.__setattr__("0", nn.Parameter(np.ones(3, dtype=np.float32)))
+    seq.__setattr__("1", kinds.Layer(4, 2))
+    seq.__setattr__("1", nn.Parameter(np.ones(2, dtype=np.float32)))
+    if "0" in seq._modules or "1" in seq._modules:
+        raise AssertionError(
+            "Seq(Layer, Act), then a Parameter assigned under the submodule name '0': '0' is "
+            "now in _parameters and still in _modules. A name is registered once: assigning a "
+            "Parameter removes that name from _modules"
+        )
+    layer = kinds.Layer(3, 2)
+    layer.weight = kinds.Act()
+    if "weight" in layer._parameters:
+        raise AssertionError(
+            "Layer(3, 2), then a submodule assigned under its Parameter's name 'weight': "
+            "'weight' is now in _modules and still in _parameters. A name is registered once: "
+            "assigning a submodule removes that name from _parameters"
+        )
 
 
 def check_module_registration(MiniModule) -> None:  # noqa: N803

@@ -167,6 +167,8 @@ def check_sgd(MySGD) -> None:
         raise AssertionError("MySGD inherits from minilucid's SGD: write step() on Optimizer")
     _sgd_run(lambda ps: MySGD(ps, lr=0.1, momentum=0.9), [0.1, 0.1], [0.9, 0.9], seed=1)
     _sgd_run(lambda ps: MySGD(ps, lr=0.1), [0.1, 0.1], [0.0, 0.0], seed=2)
+    # momentum 1 (no decay at all) is still momentum: nothing special happens at 1
+    _sgd_run(lambda ps: MySGD(ps, lr=0.01, momentum=1.0), [0.01, 0.01], [1.0, 1.0], seed=4)
 
     def two_groups(ps):
         groups = [{"params": ps[:1], "lr": 0.05}, {"params": ps[1:], "momentum": 0.5}]

@@ -72,7 +72,15 @@ def _make(cls, what: str, *args, **kwargs):
 def check_my_data_loader(cls) -> None:
     """Batches in order, sizes, drop_last, len, shuffling per epoch, seeds, bad batch sizes."""
     ds = _numbered(10)
-    for bs, drop in [(3, False), (3, True), (5, False), (4, True), (12, False), (12, True)]:
+    for bs, drop in [
+        (3, False),
+        (3, True),
+        (5, False),
+        (4, True),
+        (12, False),
+        (12, True),
+        (1, False),
+    ]:
         what = f"MyDataLoader(10 examples, batch_size={bs}, drop_last={drop})"
         loader = _make(cls, what, ds, batch_size=bs, drop_last=drop)
         got = _epoch(loader, what)
@@ -255,7 +263,7 @@ def check_evaluate(evaluate) -> None:
 # Exercise 3: early stopping
 
 
-def early_stopping_problem(seed: int = 0):
+def early_stopping_problem(seed: int = 0, adam=optim.Adam):
     """A small, overfitting problem: (model, optimizer, train_loader, val_loader, loss_fn)."""
     rng = np.random.default_rng(seed)
     centres = rng.normal(size=(3, 4)) * 1.2
@@ -268,7 +276,7 @@ def early_stopping_problem(seed: int = 0):
     val = TensorDataset(Tensor(x[40:]), Tensor(labels[40:]))
     ml.manual_seed(seed)
     model = nn.Sequential(nn.Linear(4, 64), nn.ReLU(), nn.Linear(64, 3))
-    optimizer = optim.Adam(model.parameters(), lr=0.004)
+    optimizer = adam(model.parameters(), lr=0.004)
     train_loader = DataLoader(
         train, batch_size=8, shuffle=True, generator=np.random.default_rng(seed)
     )
@@ -311,7 +319,9 @@ def check_early_stopping(fit_early_stopping) -> None:
     """Stops `patience` epochs after the best validation loss, with the best weights back."""
     for seed, patience, max_epochs in [(0, 3, 60), (1, 5, 60), (2, 2, 60), (0, 100, 12)]:
         want, best_epoch, best_state = _reference_run(seed, patience, max_epochs)
-        model, optimizer, train_loader, val_loader, loss_fn = early_stopping_problem(seed)
+        problem = early_stopping_problem(seed, _ModeWatchingAdam)
+        model, optimizer, train_loader, val_loader, loss_fn = problem
+        optimizer.model = model
         what = f"fit_early_stopping(..., patience={patience}, max_epochs={max_epochs})"
         got = call(
             what,
@@ -325,6 +335,12 @@ def check_early_stopping(fit_early_stopping) -> None:
             max_epochs=max_epochs,
             returns=list,
         )
+        if optimizer.steps_in_eval:
+            raise AssertionError(
+                f"{what}: the optimiser stepped while the model was in eval mode (evaluate "
+                "leaves it there), so dropout and batch norm would train as if evaluating. "
+                "Call model.train() at the start of every epoch"
+            )
         if len(got) != len(want):
             stop = len(want)
             if len(got) == max_epochs:
@@ -362,7 +378,37 @@ def check_early_stopping(fit_early_stopping) -> None:
                     else "."
                 )
             )
+    _plateau_problem(fit_early_stopping)
     print("✓ fit_early_stopping: stops patience epochs after the best one, best weights back")
+
+
+class _ModeWatchingAdam(optim.Adam):
+    """Adam that counts the steps it takes while `self.model` is in eval mode."""
+
+    model, steps_in_eval = None, 0
+
+    def step(self) -> None:
+        if not self.model.training:
+            self.steps_in_eval += 1
+        super().step()
+
+
+def _plateau_problem(fit_early_stopping) -> None:
+    """With lr = 0 the validation loss never changes: equal is not better."""
+    model, optimizer, train_loader, val_loader, loss_fn = early_stopping_problem(0)
+    for group in optimizer.param_groups:
+        group["lr"] = 0.0
+    what = "fit_early_stopping(..., patience=2, max_epochs=10) with lr=0"
+    got = call(
+        what, fit_early_stopping, model, optimizer, train_loader, val_loader, loss_fn,
+        patience=2, max_epochs=10, returns=list,
+    )  # fmt: skip
+    if len(got) != 3:
+        raise AssertionError(
+            f"{what}, so the validation loss never changes: it trained {len(got)} epochs, not "
+            "3 (the first, then patience epochs without improvement). A loss equal to the best "
+            "one is no improvement: only a strictly smaller one resets the count"
+        )
 
 
 def your_early_stopping_picture(fit_early_stopping) -> None:

@@ -233,12 +233,8 @@ def _parameters_of(layer, what: str, weight_shape: tuple) -> None:
             )
 
 
-def _check_init(MyConv2d) -> None:
-    from minilucid import manual_seed
-
-    layer, what = _build(MyConv2d, 16, 32, 3)
-    _parameters_of(layer, what, (32, 16, 3, 3))
-    bound = 1 / math.sqrt(16 * 3 * 3)
+def _bound_problem(layer, what: str, bound: float) -> None:
+    """Weight and bias in float32, inside ±bound and reaching out to both of its ends."""
     for name in ("weight", "bias"):
         values = np.asarray(getattr(layer, name).data)
         if values.dtype != np.float32:
@@ -248,11 +244,22 @@ def _check_init(MyConv2d) -> None:
                 f"{what}.{name} has entries outside ±1/sqrt(fan_in) with fan_in = in_channels * "
                 "kh * kw: draw them uniformly inside that bound"
             )
-        if np.abs(values).max() < 0.5 * bound:
+        if values.max() < 0.5 * bound or values.min() > -0.5 * bound:
+            side = "far inside" if np.abs(values).max() < 0.5 * bound else "on one side of 0 in"
             raise AssertionError(
-                f"{what}.{name} has entries far inside ±1/sqrt(fan_in): draw them uniformly "
+                f"{what}.{name} has entries only {side} ±1/sqrt(fan_in): draw them uniformly "
                 "over the whole interval -bound..bound, bound = 1/sqrt(in_channels * kh * kw)"
             )
+
+
+def _check_init(MyConv2d) -> None:
+    from minilucid import manual_seed
+
+    for args, kh, kw in (((4, 40, (1, 5)), 1, 5), ((16, 32, 3), 3, 3)):
+        layer, what = _build(MyConv2d, *args)
+        _parameters_of(layer, what, (args[1], args[0], kh, kw))
+        bound = 1 / math.sqrt(args[0] * kh * kw)
+        _bound_problem(layer, what, bound)
     weights = np.asarray(layer.weight.data, dtype=np.float64)
     if abs(weights.std() * math.sqrt(3) / bound - 1) > 0.1 or abs(weights.mean()) > 0.1 * bound:
         raise AssertionError(

@@ -217,6 +217,14 @@ def check_round_ste(RoundSTE) -> None:  # noqa: N803  (a class)
                 "central differences): pass the gradient where |x| <= 1, 0 elsewhere"
             )
         raise AssertionError(f"at x = {_show(STE_POINTS)}: {words}")
+    ends = ml.tensor(np.array([-1.0, 1.0]), requires_grad=True)
+    (g,) = call("ml.grad(sum(RoundSTE.apply(x)), x) at x = [-1, 1]", ml.grad,
+                RoundSTE.apply(ends).sum(), ends)  # fmt: skip
+    if not np.allclose(g, 1.0):
+        raise AssertionError(
+            f"at x = [-1, 1] the gradient is {_show(g)}: the ends belong to the interval "
+            "where the gradient passes (|x| <= 1, as with clamp's gradient)"
+        )
     x = ml.tensor(STE_POINTS.copy(), requires_grad=True)
     z = (RoundSTE.apply(x) * x).sum()  # a second derivative exists: d/dx of round(x) + x * mask
     (g,) = call(
