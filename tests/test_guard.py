@@ -182,6 +182,12 @@ ATTACKS = {
         "try:\n    sqlite3.connect('gradebook.db')\nexcept PermissionError:\n    pass",
         "opened a database (gradebook.db)",
     ),
+    "another Python started (to write the gradebook from there)": (
+        "import subprocess, sys\n"
+        "try:\n    subprocess.run([sys.executable, '-c', 'pass'])\nexcept PermissionError:\n"
+        "    pass",
+        "opened a program (python",
+    ),
     "the answer key read": (
         "try:\n    open('../source/ch99/99_guard.ipynb')\nexcept (PermissionError, OSError):\n"
         "    pass",

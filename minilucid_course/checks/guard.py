@@ -91,6 +91,10 @@ SHELL_PARTS = (
 SHELL_VALUES = ("custom_exceptions", "CustomTB")  # plain attributes of the shell
 CODE_ATTRIBUTES = ("__code__", "__defaults__", "__kwdefaults__")
 ANSWER_KEYS = (".ipynb", "gradebook.db")  # files an answer never opens
+# what an answer never does: its audit events (a database, a file, a program started)
+REFUSED_EVENTS = ("open", "sqlite3.connect", "subprocess.Popen", "os.system", "os.posix_spawn")
+REFUSED_EVENTS += ("os.exec", "os.spawn", "os.fork", "os.forkpty", "pty.spawn")
+GRAPHVIZ_PROGRAMS = ("dot", "neato", "twopi", "circo", "fdp", "sfdp", "osage", "patchwork")
 CHECK_MODULES = "minilucid_course.checks."
 BUILTIN_KINDS = (types.BuiltinFunctionType, type)
 PICTURE_REPRS = ("_repr_mimebundle_", "_repr_svg_", "_repr_png_", "_repr_html_")
@@ -131,6 +135,24 @@ def _functions_in(value) -> list:
     if isinstance(implementation, types.FunctionType):
         return [implementation]
     return []
+
+
+def _program(event: str, args: tuple) -> str:
+    """The name of the program an audit event starts ("" when it names none)."""
+    if event == "subprocess.Popen":
+        executable, argv = args[0], args[1]
+        first = executable or (
+            argv.split()[0] if isinstance(argv, str) else (list(argv) or [""])[0]
+        )
+    elif event == "os.system":
+        first = str(args[0]).split()[0] if str(args[0]).split() else ""
+    elif event in ("os.posix_spawn", "os.exec"):
+        first = args[0]
+    elif event == "os.spawn":
+        first = args[1]
+    else:
+        first = ""
+    return os.path.basename(os.fsdecode(first)) if first else ""
 
 
 def _path(root, path: tuple):
@@ -559,8 +581,8 @@ def _make_guard(shell):
                 starting_cell(args[0])
             elif event == "object.__setattr__":
                 written(*args[:2])
-            elif event in ("open", "sqlite3.connect", "subprocess.Popen", "os.system"):
-                opened(event, args)
+            elif event in REFUSED_EVENTS:
+                refused(event, args)
         finally:
             busy.now = False
 
@@ -587,18 +609,23 @@ def _make_guard(shell):
         elif name in CODE_ATTRIBUTES and id(obj) in record.functions:
             note(f"{record.functions[id(obj)]} (its code)")
 
-    def opened(event: str, args: tuple) -> None:
+    def refused(event: str, args: tuple) -> None:
+        """A database, the gradebook, a notebook (the answer key), a program: no answer's."""
         if event == "sqlite3.connect":
             database = str(args[0]) if args else ""
             history = getattr(getattr(shell, "history_manager", None), "hist_file", None)
             if database in ("", ":memory:", str(history)):
                 return
             what = f"a database ({os.path.basename(database)})"
-        else:
-            named = str(args[0] if event in ("open", "os.system") else args[:2])
-            if isinstance(args[0], int) or not any(k in named for k in ANSWER_KEYS):
+        elif event == "open":
+            if isinstance(args[0], int) or not str(args[0]).endswith(ANSWER_KEYS):
                 return
-            what = f"{'a program on ' if event != 'open' else ''}{os.path.basename(named)}"
+            what = os.path.basename(str(args[0]))
+        else:
+            program = _program(event, args)
+            if program in GRAPHVIZ_PROGRAMS:
+                return
+            what = f"a program ({program or event})"
         note(f"opened {what}")
         raise PermissionError(
             f"an answer never opens {what}: this notebook's checks now fail. Remove that code, "
