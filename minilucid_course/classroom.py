@@ -30,7 +30,30 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # the slowest chapter's slowest cell, with room to spare
 c.ExecutePreprocessor.timeout = 300
 c.Execute.timeout = 300
+
+# How autograde runs each hand-in (minilucid_course/grading.py, docs/teaching.md): as the user
+# nobody in an empty folder when run as root; {hand_in_timeout} s per hand-in in all; a kernel
+# that dies, hangs or overruns scores 0 from there on with the reason in the cell, and grading
+# goes on; a hand-in that changed the gradebook has it put back and scores 0.
+from nbgrader.converters.autograde import Autograde as _Autograde
+
+c.Autograde.autograde_preprocessors = [
+    "minilucid_course.grading.HandInExecute" if _p.__name__ == "Execute" else _p
+    for _p in _Autograde.class_traits()["autograde_preprocessors"].default()
+]
+c.HandInExecute.hand_in_timeout = {hand_in_timeout}
+c.HandInExecute.sandbox_user = "nobody"  # "" runs kernels as yourself, even as root
+
+# Noise that says nothing to a teacher: nbgrader's own SQLAlchemy session warnings, and each
+# kernel's notice that it talks to autograde over local TCP (its errors still show).
+import warnings as _warnings
+
+from sqlalchemy.exc import SAWarning as _SAWarning
+
+_warnings.filterwarnings("ignore", r"Object of type <\\w+> not in session", _SAWarning)
+c.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]
 """
+HAND_IN_TIMEOUT = 900  # seconds: the slowest chapter takes about a minute
 
 
 def assignment_name(notebook: Path | str) -> str:
@@ -65,7 +88,8 @@ def init_course(
     root = Path(root).resolve()
     root.mkdir(parents=True, exist_ok=True)
     (root / "nbgrader_config.py").write_text(
-        CONFIG.format(root=str(root), course_id=course_id), encoding="utf-8"
+        CONFIG.format(root=str(root), course_id=course_id, hand_in_timeout=HAND_IN_TIMEOUT),
+        encoding="utf-8",
     )
     sources = {}
     for notebook in notebooks:
