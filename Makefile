@@ -27,6 +27,7 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.
 	--nbval-cell-timeout=300
 
 .PHONY: help setup lab teacher reset kit test check sync exercises progress execute html bench clean distclean
+.PHONY: audit
 
 help:
 	@echo "make lab         set up, then open the course in JupyterLab (LAB_ARGS='--no-browser --port 8899')"
@@ -34,6 +35,7 @@ help:
 	@echo "make progress    which exercises in work/ pass, fail or are not done yet (CH=02: one chapter)"
 	@echo "make reset CH=03 a fresh copy of chapter 03's exercises in work/ (yours kept in work/backups/)"
 	@echo "make teacher     JupyterLab with solutions/ and nbgrader's teacher tools (docs/teaching.md)"
+	@echo "make audit CLASS=~/minilucid-class  hand-ins to read after autograde (docs/teaching.md)"
 	@echo "make setup       create .venv and install the course into it (idempotent)"
 	@echo "make check       fast checks: lint, format, chapters in sync with the package, exercises"
 	@echo "make sync        rewrite the chapters' tagged cells from the package"
@@ -65,6 +67,12 @@ teacher: setup
 	JUPYTER_CONFIG_PATH="$(CURDIR)/minilucid_course/teacher" $(BIN)/jupyter lab \
 		--ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/docs/teaching.md \
 		--ServerApp.jpserver_extensions="$(NBGRADER_ON)" $(ALLOW_ROOT) $(LAB_ARGS)
+
+# After autograde: the hand-ins whose answers do what an answer never needs, the gradebook's extra
+# credit and hand-set scores, and the hand-ins autograde stopped (docs/teaching.md).
+CLASS ?=
+audit: setup
+	@$(PY) -m minilucid_course.audit "$(CLASS)"
 
 # A fresh copy of one chapter's exercises in work/; the old copy goes to work/backups/.
 reset: setup
