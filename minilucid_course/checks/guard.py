@@ -94,7 +94,10 @@ ANSWER_KEYS = (".ipynb", "gradebook.db")  # files an answer never opens
 # what an answer never does: its audit events (a database, a file, a program started)
 REFUSED_EVENTS = ("open", "sqlite3.connect", "subprocess.Popen", "os.system", "os.posix_spawn")
 REFUSED_EVENTS += ("os.exec", "os.spawn", "os.fork", "os.forkpty", "pty.spawn")
-GRAPHVIZ_PROGRAMS = ("dot", "neato", "twopi", "circo", "fdp", "sfdp", "osage", "patchwork")
+# the programs the course itself starts: Graphviz's, and fontconfig's (matplotlib's first font
+# cache, as in a fresh grading folder)
+ALLOWED_PROGRAMS = ("dot", "neato", "twopi", "circo", "fdp", "sfdp", "osage", "patchwork")
+ALLOWED_PROGRAMS += ("fc-list", "fc-match")
 CHECK_MODULES = "minilucid_course.checks."
 BUILTIN_KINDS = (types.BuiltinFunctionType, type)
 PICTURE_REPRS = ("_repr_mimebundle_", "_repr_svg_", "_repr_png_", "_repr_html_")
@@ -425,10 +428,17 @@ def _plain_failure(error: BaseException, limit: float) -> BaseException:
 
 
 def _changed_message(changes: list[str]) -> str:
-    shown = ", ".join(changes[:3]) + (f" and {len(changes) - 3} more" if len(changes) > 3 else "")
+    def listed(items: list[str]) -> str:
+        return ", ".join(items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
+
+    changed = [c for c in changes if not c.startswith("opened ")]
+    opened = [c.removeprefix("opened ") for c in changes if c.startswith("opened ")]
+    did = [f"changed {listed(changed)}"] if changed else []
+    did += [f"opened {listed(opened)}"] if opened else []
     return (
-        f"this notebook changed {shown}. The checks trust only minilucid, the checks and NumPy "
-        "as they ship: remove that change, restart the kernel and run all cells."
+        f"this notebook {' and '.join(did)}. The checks trust only minilucid, the checks, "
+        "NumPy, math, Python and the kernel as they ship, and no answer opens the gradebook, a "
+        "notebook or a program: remove that code, restart the kernel and run all cells."
     )
 
 
@@ -623,7 +633,7 @@ def _make_guard(shell):
             what = os.path.basename(str(args[0]))
         else:
             program = _program(event, args)
-            if program in GRAPHVIZ_PROGRAMS:
+            if program in ALLOWED_PROGRAMS:
                 return
             what = f"a program ({program or event})"
         note(f"opened {what}")
