@@ -3,6 +3,8 @@ what an answer never needs, or call the package's own version of their exercise,
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import nbformat
@@ -113,3 +115,28 @@ def test_the_class_report_names_the_hand_in_and_the_gradebook_extra_credit(tmp_p
     report = audit.audit(tmp_path / "course")
     assert [k for k, v in report.items() if v] == [f"ada/ch08/{path.name}"]
     assert audit.main([str(tmp_path / "course")]) == 0
+
+
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's own
+def test_extra_credit_and_hand_set_scores_are_listed(tmp_path, monkeypatch):
+    from nbgrader.api import Gradebook
+
+    bin_dir = str(Path(sys.executable).parent)  # nbgrader calls its `alembic` by name
+    monkeypatch.setenv("PATH", bin_dir + os.pathsep + os.environ.get("PATH", ""))
+
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gradebook:
+        gradebook.add_assignment("ch99")
+        gradebook.add_notebook("99_x", "ch99")
+        for cell in ("ex1", "ex2"):
+            gradebook.add_grade_cell(cell, "99_x", "ch99", max_score=1, cell_type="code")
+        gradebook.add_student("ada")
+        gradebook.add_submission("ch99", "ada")
+        first = gradebook.find_grade("ex1", "99_x", "ch99", "ada")
+        first.auto_score, first.extra_credit = 1.0, 9.0
+        second = gradebook.find_grade("ex2", "99_x", "ch99", "ada")
+        second.auto_score, second.manual_score = 0.0, 1.0
+        gradebook.db.commit()
+    assert audit.audit_gradebook(tmp_path) == [
+        "ada/ch99 ex1: extra credit 9",
+        "ada/ch99 ex2: score set by hand to 1",
+    ]
