@@ -117,8 +117,11 @@ def sandbox(home: str, user: str, hide: list[str], command: list[str]) -> None:
     }
     prefix = []
     if hide:  # in a mount namespace of our own (unshare): cover each folder with an empty one
-        for folder in hide:
-            run = ["mount", "-t", "tmpfs", "-o", "size=16k,mode=000", "hidden", folder]
+        for path in hide:
+            if Path(path).is_dir():
+                run = ["mount", "-t", "tmpfs", "-o", "size=16k,mode=000", "hidden", path]
+            else:
+                run = ["mount", "--bind", os.devnull, path]
             subprocess.run(run, check=True)
         prefix = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"]
     if user:
@@ -150,6 +153,24 @@ def _copy_database(source: Path | str, target: Path | str) -> None:
     finally:
         source.close()
         target.close()
+
+
+def hidden_from_kernel(gradebook: Path) -> list[str]:
+    """What a kernel must not see: the class folder and the course's solutions/.
+
+    When the class folder holds the course's Python or packages (a class made in the repository
+    itself), its gradebook and nbgrader's folders instead.
+    """
+    import minilucid
+
+    course = gradebook.resolve().parent
+    needed = (Path(sys.executable).resolve(), Path(minilucid.__file__).resolve(), Path(__file__))
+    if any(course in p.parents for p in needed):
+        parts = [gradebook, *(course / f for f in ("source", "release", "submitted", "autograded"))]
+        parts += [course / "feedback"]
+    else:
+        parts = [course]
+    return [str(p) for p in [*parts, SOLUTIONS] if p.exists()]
 
 
 class HandInExecute(Execute):
@@ -189,8 +210,7 @@ class HandInExecute(Execute):
         about = (resources or {}).get("nbgrader", {})
         who = f"{about.get('student', '?')}/{about.get('assignment', '?')}"
         gradebook = about.get("db_url", "").removeprefix("sqlite:///")
-        hidden = [str(Path(gradebook).resolve().parent)] if gradebook else []
-        hidden += [str(p) for p in [SOLUTIONS] if p.is_dir()]
+        hidden = hidden_from_kernel(Path(gradebook)) if gradebook else []
         if self.sandbox:
             self.kernel_manager_class = type(
                 "SandboxKernelManager", (SandboxKernelManager,), {**self._fence, "hidden": hidden}

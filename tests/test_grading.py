@@ -96,3 +96,13 @@ def test_a_kernel_that_ignores_interrupts_is_recorded(tmp_path):
     cells = [new_code_cell(hang), _graded("1", "after")]
     nb, _ = _run(cells, tmp_path, hand_in_timeout=8, timeout=3)
     assert _stopped(nb.cells[1]), nb.cells[1].outputs
+
+
+def test_a_class_made_in_the_repository_hides_its_grading_folders_not_the_course(tmp_path):
+    root = grading.SOLUTIONS.parent
+    hidden = grading.hidden_from_kernel(root / "gradebook.db")
+    assert str(root) not in hidden and str(grading.SOLUTIONS) in hidden
+    assert grading.hidden_from_kernel(tmp_path / "gradebook.db") == [
+        str(tmp_path),
+        str(grading.SOLUTIONS),
+    ]
