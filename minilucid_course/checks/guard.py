@@ -214,6 +214,10 @@ class Record:
         self.modules: set[str] = set()
         self.classes: dict[int, str] = {}  # id of each recorded class -> its name
         self.functions: dict[int, str] = {}  # id of each recorded function -> its name
+        self.names: list[tuple] = []  # (dict, key, expected, entry) for the quick test
+        self.codes: list[tuple] = []  # (function, code, defaults, kwdefaults, entry)
+        self.attributes: list[tuple] = []  # (object, attribute, expected, entry)
+        self.others: list[int] = []  # entries without a quick test
         self.early: list[str] = []  # minilucid functions already written in the notebook
 
     def add_new_modules(self) -> None:
@@ -239,6 +243,7 @@ class Record:
                 lambda ns=namespace, a=attr: ns.get(a, _MISSING),
                 value,
                 lambda ns=namespace, a=attr, v=value: ns.__setitem__(a, v),
+                fast=(namespace, attr),
             )
             if how == "names":
                 continue
@@ -260,6 +265,7 @@ class Record:
                 lambda m=members, a=attr: m.get(a, _MISSING),
                 value,
                 lambda c=cls, a=attr, v=value: setattr(c, a, v),
+                fast=(members, attr),
             )
             self._add_functions(here, value)
 
@@ -278,6 +284,7 @@ class Record:
                 lambda f=fn: (f.__code__, f.__defaults__, f.__kwdefaults__),
                 parts,
                 put_back,
+                fast=fn,
             )
         implementation = getattr(value, "_implementation", None)
         if isinstance(implementation, types.FunctionType):
@@ -286,6 +293,7 @@ class Record:
                 lambda v=value: getattr(v, "_implementation", None),
                 implementation,
                 None,
+                fast=(value, "_implementation", "attribute"),
             )
 
     def add_shell(self, shell) -> None:
@@ -342,13 +350,42 @@ class Record:
 
         self._add(what, lambda: (get(), *(get() or ())), (held, *items), put_back)
 
-    def _add(self, what: str, getter, expected, put_back) -> None:
+    def _add(self, what: str, getter, expected, put_back, fast=None) -> None:
+        """One recorded fact; `fast` names a quicker test of it (a dict and key, or a function)."""
+        index = len(self.entries)
         self.entries.append((what, getter, expected, put_back))
+        if isinstance(fast, tuple) and len(fast) == 3:
+            self.attributes.append((fast[0], fast[1], expected, index))
+        elif isinstance(fast, tuple):
+            self.names.append((fast[0], fast[1], expected, index))
+        elif fast is not None:
+            self.codes.append((fast, *expected, index))
+        else:
+            self.others.append(index)
+
+    def _suspects(self) -> list[int]:
+        """The entries the quick tests cannot vouch for (most looks find none)."""
+        found = list(self.others)
+        for mapping, key, expected, index in self.names:
+            if mapping.get(key, _MISSING) is not expected:
+                found.append(index)
+        for obj, attr, expected, index in self.attributes:
+            if getattr(obj, attr, None) is not expected:
+                found.append(index)
+        for fn, code, defaults, kwdefaults, index in self.codes:
+            if (
+                fn.__code__ is not code
+                or fn.__defaults__ is not defaults
+                or fn.__kwdefaults__ is not kwdefaults
+            ):
+                found.append(index)
+        return sorted(found)
 
     def changes(self) -> list[str]:
         """What differs from the record, each put back where it can be."""
         changed = list(self.early)
-        for what, getter, expected, put_back in self.entries:
+        for index in self._suspects():
+            what, getter, expected, put_back = self.entries[index]
             try:
                 same = _same_items(getter(), expected)
             except Exception:  # noqa: BLE001 - a part taken apart counts as changed
@@ -643,8 +680,7 @@ def _make_guard(shell):
         )
 
     def start(shell_) -> None:
-        shell_.events.register("pre_run_cell", lambda *args: look())
-        shell_.events.register("post_run_cell", lambda *args: look())
+        shell_.events.register("post_run_cell", lambda *args: look())  # cells start: on_audit
         shell_.set_custom_exc((NotImplementedError, NameError), not_done)
         record.add_shell(shell_)
         sys.addaudithook(on_audit)
