@@ -1,7 +1,7 @@
 """Grading that holds: in a notebook, a check runs as shipped, on the engine as shipped.
 
 Importing any chapter's checks in IPython (an exercise notebook's first cell does) installs one
-guard per kernel. Before and after every cell, and as each cell starts to run, it
+guard per kernel. As each cell starts to run, and after it ends, it
 
 1. records, the first time it sees them, the functions and classes of minilucid, of the course's
    checks and of the IPython kernel's own machinery (which object each name holds, each class's
