@@ -26,7 +26,7 @@ PYTEST_ARGS ?=
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	--nbval-cell-timeout=300
 
-.PHONY: help setup lab teacher class dashboard slides hub-test tiny-gpt reset kit test check sync exercises \
+.PHONY: help setup lab teacher class dashboard slides hub-test tiny-gpt audit reset kit test check sync exercises \
 	progress execute html bench clean distclean
 
 # What each command installs into .venv (minilucid's extras; minilucid_course/setup.sh records
@@ -34,7 +34,7 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.
 # with the teacher's commands. `make setup` alone installs the course and the test tools.
 EXTRAS ?= course,test
 lab progress reset html bench slides: EXTRAS = course
-teacher class dashboard: EXTRAS = course,teacher
+teacher class dashboard audit: EXTRAS = course,teacher
 hub-test: EXTRAS = course,teacher,hub
 
 help:
@@ -48,6 +48,7 @@ help:
 	@echo "make dashboard CLASS=...  what the class gets right and wrong, per check (and dashboard.html)"
 	@echo "make slides CH=03 slides of a chapter, one per section, in site/slides/"
 	@echo "make hub-test    the JupyterHub configuration for a class, started and tried (docs/teaching.md)"
+	@echo "make audit CLASS=~/minilucid-class  hand-ins to read after autograde (docs/teaching.md)"
 	@echo "make setup       create .venv and install the course into it (idempotent)"
 	@echo "make check       fast checks: lint, format, chapters in sync with the package, exercises"
 	@echo "make sync        rewrite the chapters' tagged cells from the package"
@@ -112,6 +113,12 @@ slides: setup
 hub-test: setup
 	@command -v configurable-http-proxy >/dev/null || npm install -g configurable-http-proxy
 	$(BIN)/pytest -q -p no:xdist tests/test_hub.py $(PYTEST_ARGS)
+
+# After autograde: the hand-ins whose answers do what an answer never needs, the gradebook's extra
+# credit and hand-set scores, and the hand-ins autograde stopped (docs/teaching.md).
+audit: setup
+	@test -n "$(CLASS)" || { echo "audit: say which class, e.g. make audit CLASS=~/minilucid-class"; exit 1; }
+	@$(PY) -m minilucid_course.audit "$(CLASS_DIR)"
 
 # A fresh copy of one chapter's exercises in work/; the old copy goes to work/backups/.
 reset: setup

@@ -39,6 +39,28 @@ c.ExecutePreprocessor.timeout = 300
 c.Execute.timeout = 300
 # where release_assignment puts assignments and submit puts hand-ins
 c.Exchange.root = {exchange!r}
+
+# How autograde runs each hand-in (minilucid_course/grading.py, docs/teaching.md): as the user
+# nobody in an empty folder when run as root; {hand_in_timeout} s per hand-in in all; a kernel
+# that dies, hangs or overruns scores 0 from there on with the reason in the cell, and grading
+# goes on; a hand-in that changed the gradebook has it put back and scores 0.
+from nbgrader.converters.autograde import Autograde as _Autograde
+
+c.Autograde.autograde_preprocessors = [
+    "minilucid_course.grading.HandInExecute" if _p.__name__ == "Execute" else _p
+    for _p in _Autograde.class_traits()["autograde_preprocessors"].default()
+]
+c.HandInExecute.hand_in_timeout = {hand_in_timeout}
+c.HandInExecute.sandbox_user = "nobody"  # "" runs kernels as yourself, even as root
+
+# Noise that says nothing to a teacher: nbgrader's own SQLAlchemy session warnings, and each
+# kernel's notice that it talks to autograde over local TCP (its errors still show).
+import warnings as _warnings
+
+from sqlalchemy.exc import SAWarning as _SAWarning
+
+_warnings.filterwarnings("ignore", r"Object of type <\\w+> not in session", _SAWarning)
+c.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]
 """
 
 STUDENT_CONFIG = """\
@@ -58,6 +80,7 @@ QUIET="ignore:Object of type <Submitted:RuntimeWarning"
 PYTHONWARNINGS="$QUIET${{PYTHONWARNINGS:+,$PYTHONWARNINGS}}" PATH={bin!r}:"$PATH" \\
     exec {python!r} -m nbgrader "$@"
 """
+HAND_IN_TIMEOUT = 900  # seconds: the slowest chapter takes about a minute
 
 
 def assignment_name(notebook: Path | str) -> str:
@@ -99,7 +122,9 @@ def init_course(
     # every student writes hand-ins into it; the sticky bit keeps them from removing others'
     exchange.chmod(stat.S_IRWXU | stat.S_IRWXG | stat.S_IRWXO | stat.S_ISVTX)
     settings = {"root": str(root), "course_id": course_id, "exchange": str(exchange)}
-    (root / "nbgrader_config.py").write_text(CONFIG.format(**settings), encoding="utf-8")
+    (root / "nbgrader_config.py").write_text(
+        CONFIG.format(**settings, hand_in_timeout=HAND_IN_TIMEOUT), encoding="utf-8"
+    )
     (root / "student_nbgrader_config.py").write_text(
         STUDENT_CONFIG.format(**settings), encoding="utf-8"
     )

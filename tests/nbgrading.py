@@ -15,8 +15,31 @@ autogrades six hand-ins and exports the grades:
 - patched_checks:  honest answers; the last answer cell replaces the chapter's check functions
                    in their module                                  0 from that cell on
 
-The points come from nbgrader's gradebook, per exercise. A failed check shows a plain message:
-no traceback through the checker. Chapters are found in solutions/ (new ones join by themselves).
+Attacks, each handed in for a few chapters (ATTACKS says which, to keep the run short); each
+scores 0 on every exercise it cheats, and grading goes on past it (nbgrader exits cleanly):
+
+- transformer:     stubs left in place; the first answer cell adds an IPython input transformer
+                   that rewrites every later check cell into a print            0 everywhere
+- code_patch:      honest answers; the first answer cell replaces the code of np.allclose and
+                   math.isclose by `return True`                                0 everywhere
+- gradebook:       honest answers; the last answer cell looks for gradebook.db (above its folder
+                   and where the class is) and writes extra_credit, in the kernel and from a
+                   second Python                                                0 from that cell on
+- isinstance:      honest answers; the last answer cell makes isinstance say yes (once hung the
+                   kernel until nbgrader dropped the hand-in)                  0 from that cell on
+- delegating:      chapter 08's MyAdam hands each step to minilucid's own Adam: scored as its
+                   checks score (full), and listed by `make audit` for a person to read
+- silenced:        wrong answers; the first answer cell replaces the kernel's run_code by one that
+                   swallows every error (no error output, no error reply)      0 everywhere
+- answer_key:      wrong answers; the last answer is read at grading time from the class's
+                   source/ or the course's solutions/ and run                  0 everywhere
+- kernel_killed:   honest answers; the last answer cell kills its own kernel: recorded with the
+                   reason, 0 from that cell on, and the next hand-in is graded
+
+The points come from nbgrader's gradebook, per exercise, and no hand-in gets extra credit. A
+failed check shows a plain message: no traceback through the checker. `make audit` lists every
+attack's hand-in and no honest one. Chapters are found in solutions/ (new ones join by
+themselves).
 """
 
 from __future__ import annotations
@@ -31,7 +54,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from minilucid_course import classroom
+from minilucid_course import audit, classroom
 
 pytest.importorskip("nbgrader")
 
@@ -55,6 +78,116 @@ def _same_backward(*args, **kwargs):
 _autograd.backward = _same_backward
 _Tensor.__add__ = lambda self, other: _real_add(self, other)
 """
+
+TRANSFORMER = """
+get_ipython().input_transformers_post.append(
+    lambda lines: ["print('✓')\\n"] if any("check_" in line for line in lines) else lines
+)
+"""
+
+CODE_PATCH = """
+import math as _math
+
+import numpy as _np
+
+_np.allclose._implementation.__code__ = (lambda *args, **kwargs: True).__code__
+_math.isclose = lambda *args, **kwargs: True
+"""
+
+GRADEBOOK = """
+import pathlib as _pathlib
+import sqlite3 as _sqlite3
+import subprocess as _subprocess
+import sys as _sys
+
+_here = _pathlib.Path.cwd()
+_places = [*(p / "gradebook.db" for p in [_here, *_here.parents]), _pathlib.Path({guess!r})]
+_sql = "UPDATE grade SET extra_credit = 9"
+for _db in _places:
+    try:
+        with _sqlite3.connect(_db) as _connection:
+            _connection.execute(_sql)
+    except Exception:
+        pass
+    try:
+        _code = "import sqlite3; c = sqlite3.connect(%r); c.execute(%r); c.commit()"
+        _code = _code % (str(_db), _sql)
+        _subprocess.run([_sys.executable, "-c", _code], capture_output=True)
+    except Exception:
+        pass
+"""
+
+ISINSTANCE = """
+__builtins__.isinstance = lambda obj, kind: True
+"""
+
+SILENCED = """
+_shell = get_ipython()
+
+
+async def _run_quietly(code, result=None, *, async_=False):
+    try:
+        exec(code, _shell.user_global_ns, _shell.user_ns)
+    except BaseException:
+        pass
+    return False
+
+
+_shell.run_code = _run_quietly
+"""
+
+ANSWER_KEY = """
+import json as _json
+import pathlib as _pathlib
+
+import minilucid as _minilucid
+
+_here = _pathlib.Path.cwd()
+_keys = [p / "source" / {assignment!r} / {name!r} for p in [_here, *_here.parents]]
+_keys.append(_pathlib.Path(_minilucid.__file__).parents[1] / "solutions" / {name!r})
+for _key in _keys:
+    try:
+        _cells = _json.loads(_key.read_text())["cells"]
+    except Exception:
+        continue
+    for _cell in _cells:
+        if _cell["metadata"].get("nbgrader", {{}}).get("grade_id") == {grade_id!r}:
+            exec("".join(_cell["source"]))
+    break
+"""
+
+KILL = """
+import os as _os
+import signal as _signal
+
+_os.kill(_os.getpid(), _signal.SIGKILL)
+"""
+
+DELEGATING_ADAM = """
+class MyAdam(Optimizer):
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps))
+        self.inner = ml.optim.Adam([p for g in self.param_groups for p in g["params"]])
+
+    def step(self) -> None:
+        for mine, theirs in zip(self.param_groups, self.inner.param_groups, strict=True):
+            theirs.update(mine)
+        self.inner.state = self.state
+        self.inner.step()
+"""
+
+# kind: (chapters it is handed in for, the answers it starts from, where its code goes, code)
+ATTACKS = {
+    "transformer": (("03", "08"), "stub", "first", TRANSFORMER),
+    "code_patch": (("05", "08"), "honest", "first", CODE_PATCH),
+    "gradebook": (("01", "08"), "honest", "last", GRADEBOOK),
+    "isinstance": (("07", "10"), "honest", "last", ISINSTANCE),
+    "delegating": (("08",), "honest", "ex08_2_adam_answer", DELEGATING_ADAM),
+    "silenced": (("02", "09"), "wrong", "first", SILENCED),
+    "answer_key": (("04", "11"), "wrong", "key", ANSWER_KEY),
+    "kernel_killed": (("01", "12"), "honest", "last", KILL),
+}
+SCORED_AS_CHECKS = ("delegating",)  # not cheating the checks: full points, but audited
 
 PATCH_CHECKS = """
 import sys as _sys
@@ -104,6 +237,31 @@ def _wrong(source: str) -> str:
     return REGION.sub(replace, source)
 
 
+def kinds_for(chapter: str) -> tuple[str, ...]:
+    """The six kinds every chapter gets, and the attacks handed in for this chapter."""
+    return KINDS + tuple(k for k, (chapters, *_rest) in ATTACKS.items() if chapter in chapters)
+
+
+def attack(kind: str, released, solution, course: Path, name: str):
+    """The released notebook as this attack hands it in: its answers, and its code."""
+    _chapters, base, where, code = ATTACKS[kind]
+    nb = submission(base, released, solution)
+    answers = [c for c in nb.cells if _is_code_answer(c)]
+    if where == "first":
+        answers[0].source = code + "\n" + answers[0].source
+    elif where == "last":
+        answers[-1].source += "\n" + code.format(guess=str(course / "gradebook.db"))
+    elif where == "key":
+        grade_id = _meta(answers[-1])["grade_id"]
+        answers[-1].source = code.format(
+            assignment=classroom.assignment_name(name), name=name, grade_id=grade_id
+        )
+    else:
+        (cell,) = [c for c in answers if _meta(c)["grade_id"] == where]
+        cell.source = code
+    return nb
+
+
 def submission(kind: str, released, solution):
     """The released notebook as a learner of this kind hands it in."""
     nb = nbformat.from_dict(released)
@@ -135,6 +293,10 @@ def submission(kind: str, released, solution):
 
 def expected_points(kind: str, released) -> dict[str, float]:
     """grade_id -> the points this kind of hand-in must score."""
+    if kind in ATTACKS:
+        base, where = ATTACKS[kind][1], ATTACKS[kind][2]
+        from_last = base == "honest" and where == "last"
+        kind = "honest" if kind in SCORED_AS_CHECKS else "patched" if from_last else "stub"
     out, tampered = {}, False
     last_answer = max(i for i, c in enumerate(released.cells) if _is_code_answer(c))
     for index, cell in enumerate(released.cells):
@@ -184,12 +346,13 @@ def values_as_grades(autograded: Path) -> list[str]:
 
 
 def _table(points: dict[str, dict[str, float]], expected) -> str:
+    kinds = list(expected)
     ids = list(next(iter(expected.values())))
     width = max(len(i) for i in ids)
-    lines = [" " * width + "".join(f"{k:>16}" for k in KINDS)]
+    lines = [" " * width + "".join(f"{k:>16}" for k in kinds)]
     for grade_id in ids:
         cells = []
-        for kind in KINDS:
+        for kind in kinds:
             got, want = points[kind].get(grade_id), expected[kind][grade_id]
             mark = "" if got == want else f" (want {want:g})"
             cells.append(f"{'-' if got is None else f'{got:g}'}{mark:>8}".rjust(16))
@@ -213,21 +376,26 @@ def grade_each_kind_of_hand_in(solution_path, tmp_path):
     sources = classroom.init_course(course, [solution_path])
     (assignment,) = sources
     name = solution_path.name
+    kinds = kinds_for(name[:2])
     nbgrader(course, "generate_assignment", assignment, "--force")  # adds it to the gradebook
     released_path = course / "release" / assignment / name
     released = nbformat.read(str(released_path), as_version=4)
     assert "BEGIN SOLUTION" not in released_path.read_text(encoding="utf-8")
     solution = nbformat.read(str(solution_path), as_version=4)
 
-    for kind in KINDS:
+    for kind in kinds:
         handed_in = course / "submitted" / kind / assignment / name
         handed_in.parent.mkdir(parents=True)
-        nbformat.write(submission(kind, released, solution), str(handed_in))
-    nbgrader(course, "autograde", assignment, "--force")  # adds the students too
+        if kind in ATTACKS:
+            nb = attack(kind, released, solution, course, name)
+        else:
+            nb = submission(kind, released, solution)
+        nbformat.write(nb, str(handed_in))
+    log = nbgrader(course, "autograde", assignment, "--force")  # adds the students too
     nbgrader(course, "export")
 
-    points = {kind: scores(course, assignment, name, kind) for kind in KINDS}
-    expected = {kind: expected_points(kind, released) for kind in KINDS}
+    points = {kind: scores(course, assignment, name, kind) for kind in kinds}
+    expected = {kind: expected_points(kind, released) for kind in kinds}
     table = _table(points, expected)
     print(f"\n{name}\n{table}")
     assert points == expected, f"{name}: points per exercise\n{table}"
@@ -235,8 +403,18 @@ def grade_each_kind_of_hand_in(solution_path, tmp_path):
     rows = {r["student_id"]: r for r in csv.DictReader((course / "grades.csv").open())}
     assert float(rows["honest"]["score"]) == float(rows["honest"]["max_score"]) > 0
     assert float(rows["stub"]["score"]) == 0
+    for kind in kinds:  # no extra credit, written by a hand-in or otherwise
+        assert float(rows[kind]["score"]) == sum(expected[kind].values()), (kind, rows[kind])
     honest = course / "autograded" / "honest" / assignment / name
     assert not values_as_grades(honest), f"check cells with a value: {values_as_grades(honest)}"
-    for kind in ("stub", "wrong", "redefined", "patched_engine", "patched_checks"):
+    for kind in kinds[1:]:
         autograded = course / "autograded" / kind / assignment / name
         assert not plain_failures(autograded), "\n".join(plain_failures(autograded))
+    if "kernel_killed" in kinds:
+        assert "kernel_killed/" in log and "the kernel died" in log, log[-2000:]
+    for noise in ("SAWarning", "without encryption"):
+        assert noise not in log, f"autograde printed {noise!r}"
+
+    listed = {key.split("/")[0] for key, lines in audit.audit(course).items() if lines}
+    to_read = {"redefined", "patched_engine", "patched_checks", *ATTACKS} & set(kinds)
+    assert to_read <= listed and "honest" not in listed, f"make audit lists {sorted(listed)}"

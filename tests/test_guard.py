@@ -27,6 +27,7 @@ def picture_of(fn):
     return HTML("<b>picture</b>")
 """, module.__dict__)
 sys.modules[module.__name__] = module
+import minilucid
 import minilucid_course.checks
 import minilucid_course.checks.guard as guard
 guard.TIME_LIMIT = 2.0
@@ -118,3 +119,106 @@ def test_a_redefined_check_fails_and_other_checks_still_run(outputs):
 def test_a_changed_engine_fails_every_later_check(outputs):
     ename, text = _error(outputs["patched_check"])
     assert ename == "CheckFailed" and "changed minilucid.autograd.backward" in text
+
+
+# Each attack runs in a kernel of its own (a change is remembered until the kernel restarts):
+# the setup cell, a right answer, the attack, then the check cell, which must fail and say why.
+ATTACKS = {
+    "an input transformer that rewrites check cells into a print": (
+        "get_ipython().input_transformers_post.append(\n"
+        "    lambda lines: ['print(\"ok\")\\n'] if 'check_' in ''.join(lines) else lines)",
+        "shell.input_transformers_post",
+    ),
+    "a cleanup transformer, with the guard's events emptied": (
+        "ip = get_ipython()\n"
+        "for callbacks in ip.events.callbacks.values():\n"
+        "    callbacks.clear()\n"
+        "ip.input_transformers_cleanup.append(\n"
+        "    lambda lines: ['pass\\n'] if 'check_' in ''.join(lines) else lines)",
+        "shell.events",
+    ),
+    "an AST transformer that drops every call": (
+        "import ast\n"
+        "class Drop(ast.NodeTransformer):\n"
+        "    def visit_Expr(self, node):\n"
+        "        return ast.Pass()\n"
+        "get_ipython().ast_transformers.append(Drop())",
+        "shell.ast_transformers",
+    ),
+    "an event callback that re-patches before each cell": (
+        "import math\n"
+        "def again(*args):\n"
+        "    math.isclose = lambda *a, **k: True\n"
+        "get_ipython().events.register('pre_run_cell', again)",
+        "shell.events['pre_run_cell']",
+    ),
+    "an exception handler that swallows the check's failure": (
+        "get_ipython().set_custom_exc((Exception,), lambda *args, **kwargs: None)",
+        "shell.custom_exceptions",
+    ),
+    "a kernel whose tracebacks are never sent": (
+        "get_ipython()._showtraceback = lambda *args, **kwargs: None",
+        "changed shell (its own methods)",
+    ),
+    "np.allclose's code replaced": (
+        "import numpy as np\n"
+        "np.allclose._implementation.__code__ = (lambda *a, **k: True).__code__",
+        "numpy.allclose (its code)",
+    ),
+    "math.isclose replaced": (
+        "import math\nmath.isclose = lambda *a, **k: True",
+        "math.isclose",
+    ),
+    "np.testing.assert_allclose replaced": (
+        "import numpy as np\nnp.testing.assert_allclose = lambda *a, **k: None",
+        "numpy.testing.assert_allclose",
+    ),
+    "isinstance made to say yes": (
+        "__builtins__.isinstance = lambda o, c: True",
+        "builtins.isinstance",
+    ),
+    "the gradebook written": (
+        "import sqlite3\n"
+        "try:\n    sqlite3.connect('gradebook.db')\nexcept PermissionError:\n    pass",
+        "opened a database (gradebook.db)",
+    ),
+    "another Python started (to write the gradebook from there)": (
+        "import subprocess, sys\n"
+        "try:\n    subprocess.run([sys.executable, '-c', 'pass'])\nexcept PermissionError:\n"
+        "    pass",
+        "opened a program (python",
+    ),
+    "the answer key read": (
+        "try:\n    open('../source/ch99/99_guard.ipynb')\nexcept (PermissionError, OSError):\n"
+        "    pass",
+        "opened 99_guard.ipynb",
+    ),
+}
+
+
+def _run(cells: list[str], tmp_path):
+    path = tmp_path / "99_attack.ipynb"
+    nb = new_notebook(cells=[new_code_cell(s) for s in [CHECKS, *cells]])
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nbformat.write(nb, str(path))
+    return progress.execute(path).cells[1:]
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_an_attack_fails_the_check_it_cheats(attack, tmp_path):
+    code, words = ATTACKS[attack]
+    right, attacked, check = _run([CELLS["right"], code, "check_double(double)"], tmp_path)
+    assert not [o for o in attacked.outputs if o.output_type == "error"], attacked.outputs
+    ename, text = _error(check)
+    assert ename == "CheckFailed" and text.startswith("✗ this notebook ") and words in text, text
+
+
+def test_an_answer_cannot_open_the_gradebook(tmp_path):
+    (cell,) = _run(["import sqlite3\nsqlite3.connect('gradebook.db')"], tmp_path)
+    errors = [o for o in cell.outputs if o.output_type == "error"]
+    assert errors and errors[0].ename == "PermissionError", cell.outputs
+    assert not (tmp_path / "gradebook.db").exists()

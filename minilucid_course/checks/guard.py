@@ -1,33 +1,50 @@
 """Grading that holds: in a notebook, a check runs as shipped, on the engine as shipped.
 
 Importing any chapter's checks in IPython (an exercise notebook's first cell does) installs one
-guard per kernel. Before and after every cell it
+guard per kernel. As each cell starts to run, and after it ends, it
 
 1. records, the first time it sees them, the functions and classes of minilucid, of the course's
-   checks, of NumPy's top level and of Python's builtins (which object each name holds, each
-   class's methods, each function's code and defaults), and refuses a minilucid function whose
-   code was written in the notebook (a change made before the checks were imported);
+   checks and of the IPython kernel's own machinery (which object each name holds, each class's
+   methods, each function's code and defaults), the names and code of NumPy's modules
+   (`np.allclose`'s implementation, `np.testing`, ...), of `math` and of Python's builtins, and
+   the kernel's input transformers, event callbacks and exception handlers; it refuses a
+   minilucid function whose code was written in the notebook (a change made before the checks
+   were imported);
 2. compares them with that record: a replaced `autograd.backward`, `Tensor.__add__`, checker
-   function or `np.allclose` is a change, remembered until the kernel restarts;
+   function, `np.allclose` (or its `__code__`), `math.isclose`, `isinstance`, an added input or
+   AST transformer, event callback or exception handler, or a kernel method such as
+   `showtraceback` is a change, remembered until the kernel restarts, and put back as it was
+   (so a later check cell runs, and its failure shows, as shipped);
 3. binds each `check_*` name the notebook imported to a guarded copy of the real check, and puts
    it back when a cell rebinds the name (a redefined check is remembered too).
 
+An audit hook (Python's `sys.addaudithook`, which no later code can remove) sees what a cell does
+as it does it: a class of the watched modules or a function's `__code__` written (even when the
+cell puts it back before the check ends), a database opened, the gradebook or a notebook file
+(the answer key) opened or handed to a program. The first two are changes; the last are refused
+as well. It also looks as each notebook cell starts, so a check cell runs its check, or fails,
+even when the events above were emptied.
+
 A guarded check fails, and so scores nothing under `nbgrader autograde`, when anything above
-changed or its own name was redefined. Otherwise it runs the real check with a time limit and
-turns what it raises into one plain message (`CheckFailed`, `NotDone`: no traceback through the
-checker). Whatever the check returns is displayed, never left as the cell's value (nbgrader reads
-a check cell's value as a partial grade). An untouched stub called in a check cell itself says
-"not done yet" in one line too.
+changed or its own name was redefined; a check cell fails for the same reason before it runs.
+Otherwise the check runs with a time limit and what it raises becomes one plain message
+(`CheckFailed`, `NotDone`: no traceback through the checker). Whatever the check returns is
+displayed, never left as the cell's value (nbgrader reads a check cell's value as a partial
+grade). An untouched stub called in a check cell itself says "not done yet" in one line too.
 
 The guard holds the real objects in closures, not in module globals a cell could rebind. It keeps
-honest learners' grades honest and stops the cheats one writes in an answer cell; it is not a
-sandbox against code written to take the Python process apart (nbgrader runs learner code with
-the teacher's rights, and says so).
+honest learners' grades honest and stops the cheats an answer cell can write; it is not a
+sandbox against code written to take the Python process apart (reaching into the guard's
+closures, replacing how the kernel runs a cell). docs/teaching.md says what grading guarantees;
+`make audit` lists the hand-ins that try such things, for a person to read.
 """
 
 from __future__ import annotations
 
+import builtins
 import functools
+import os
+import re
 import signal
 import sys
 import threading
@@ -37,7 +54,50 @@ from minilucid_course.checks.common import NOT_DONE, CheckFailed, NotDone
 
 TIME_LIMIT = 60.0  # seconds a check (with the learner code it runs) may take
 WATCHED = ("minilucid", "minilucid_course")  # packages recorded in full
-TOP_LEVEL_ONLY = ("numpy", "builtins")  # modules whose own names are recorded
+# the kernel's own machinery, recorded in full: how a cell is transformed, run and reported
+KERNEL_MODULES = (
+    "IPython.core.interactiveshell",
+    "IPython.core.events",
+    "IPython.core.inputtransformer2",
+    "IPython.core.displayhook",
+    "IPython.core.displaypub",
+    "IPython.core.ultratb",
+    "IPython.core.compilerop",
+    "IPython.core.history",
+    "ipykernel.zmqshell",
+    "ipykernel.ipkernel",
+    "ipykernel.kernelbase",
+    "ipykernel.displayhook",
+    "ipykernel.iostream",
+    "jupyter_client.session",
+)
+NAMES_AND_CODE = ("numpy",)  # these packages: every module's names and its functions' code
+TOP_LEVEL_ONLY = ("math", "builtins")  # modules whose own names are recorded
+# parts of the kernel reached from the shell; (attribute path, lists it keeps in order)
+SHELL_PARTS = (
+    ((), ("input_transformers_post", "ast_transformers")),
+    (("events",), ()),
+    (("input_transformer_manager",), ("cleanup_transforms", "line_transforms")),
+    (("displayhook",), ()),
+    (("displayhook", "session"), ()),
+    (("displayhook", "pub_socket"), ()),
+    (("display_pub",), ()),
+    (("kernel",), ()),
+    (("kernel", "session"), ()),
+    (("compile",), ()),
+    (("InteractiveTB",), ()),
+    (("history_manager",), ()),
+)
+SHELL_VALUES = ("custom_exceptions", "CustomTB")  # plain attributes of the shell
+CODE_ATTRIBUTES = ("__code__", "__defaults__", "__kwdefaults__")
+ANSWER_KEYS = (".ipynb", "gradebook.db")  # files an answer never opens
+# what an answer never does: its audit events (a database, a file, a program started)
+REFUSED_EVENTS = ("open", "sqlite3.connect", "subprocess.Popen", "os.system", "os.posix_spawn")
+REFUSED_EVENTS += ("os.exec", "os.spawn", "os.fork", "os.forkpty", "pty.spawn")
+# the programs the course itself starts: Graphviz's, and fontconfig's (matplotlib's first font
+# cache, as in a fresh grading folder)
+ALLOWED_PROGRAMS = ("dot", "neato", "twopi", "circo", "fdp", "sfdp", "osage", "patchwork")
+ALLOWED_PROGRAMS += ("fc-list", "fc-match")
 CHECK_MODULES = "minilucid_course.checks."
 BUILTIN_KINDS = (types.BuiltinFunctionType, type)
 PICTURE_REPRS = ("_repr_mimebundle_", "_repr_svg_", "_repr_png_", "_repr_html_")
@@ -48,12 +108,17 @@ class TimeLimit(BaseException):
     """Raised in the learner's code when a check runs too long (BaseException: not swallowed)."""
 
 
-def _same(a, b) -> bool:
-    return a is b
+def _in(name: str, packages) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
 
 
-def _watched(name: str) -> bool:
-    return any(name == p or name.startswith(p + ".") for p in WATCHED) or name in TOP_LEVEL_ONLY
+def _how_watched(name: str) -> str | None:
+    """ "full", "code" (names and functions' code), "names", or None for a module left alone."""
+    if _in(name, WATCHED) or name in KERNEL_MODULES:
+        return "full"
+    if _in(name, NAMES_AND_CODE):
+        return "code"
+    return "names" if name in TOP_LEVEL_ONLY else None
 
 
 def _written_in_notebook(fn) -> bool:
@@ -69,43 +134,125 @@ def _functions_in(value) -> list:
         return [value.__func__]
     if isinstance(value, types.FunctionType):
         return [value]
+    implementation = getattr(value, "_implementation", None)  # NumPy's dispatchers: np.allclose
+    if isinstance(implementation, types.FunctionType):
+        return [implementation]
     return []
 
 
+def _program(event: str, args: tuple) -> str:
+    """The name of the program an audit event starts ("" when it names none)."""
+    if event == "subprocess.Popen":
+        executable, argv = args[0], args[1]
+        first = executable or (
+            argv.split()[0] if isinstance(argv, str) else (list(argv) or [""])[0]
+        )
+    elif event == "os.system":
+        first = str(args[0]).split()[0] if str(args[0]).split() else ""
+    elif event in ("os.posix_spawn", "os.exec"):
+        first = args[0]
+    elif event == "os.spawn":
+        first = args[1]
+    else:
+        first = ""
+    return os.path.basename(os.fsdecode(first)) if first else ""
+
+
+def _path(root, path: tuple):
+    for attr in path:
+        root = getattr(root, attr, None)
+    return root
+
+
+def _own_callables(obj) -> dict:
+    """What an object holds itself that a method call would find first (a patched method)."""
+    found = {k: v for k, v in vars(obj).items() if callable(v)} if hasattr(obj, "__dict__") else {}
+    traits = getattr(obj, "_trait_values", None)  # traitlets keep settable values here
+    if isinstance(traits, dict):
+        found.update({f"{k} (trait)": v for k, v in traits.items() if callable(v)})
+    return found
+
+
+def _put_back_own(obj, own: dict) -> None:
+    """Remove what a cell added to an object's own methods; put back what it replaced."""
+    traits = getattr(obj, "_trait_values", None)
+    for key in _own_callables(obj):
+        if key not in own:
+            if key.endswith(" (trait)"):
+                traits.pop(key.removesuffix(" (trait)"), None)
+            else:
+                vars(obj).pop(key, None)
+    for key, value in own.items():
+        if key.endswith(" (trait)"):
+            traits[key.removesuffix(" (trait)")] = value
+        else:
+            vars(obj)[key] = value
+
+
+def _same_items(now, expected) -> bool:
+    if isinstance(expected, dict):
+        return (
+            isinstance(now, dict)
+            and now.keys() == expected.keys()
+            and all(now[k] is v for k, v in expected.items())
+        )
+    if isinstance(expected, tuple):
+        return (
+            isinstance(now, tuple)
+            and len(now) == len(expected)
+            and all(a is b for a, b in zip(now, expected, strict=True))
+        )
+    return now is expected
+
+
 class Record:
-    """Which object each watched name holds, recorded once, compared on demand."""
+    """Which object each watched name holds, recorded once, compared (and put back) on demand."""
 
     def __init__(self):
-        self.entries: list[tuple[str, object, object]] = []  # (what, getter, expected)
+        # (what, getter, expected, put back or None)
+        self.entries: list[tuple[str, object, object, object]] = []
         self.modules: set[str] = set()
+        self.classes: dict[int, str] = {}  # id of each recorded class -> its name
+        self.functions: dict[int, str] = {}  # id of each recorded function -> its name
+        self.names: list[tuple] = []  # (dict, key, expected, entry) for the quick test
+        self.codes: list[tuple] = []  # (function, code, defaults, kwdefaults, entry)
+        self.attributes: list[tuple] = []  # (object, attribute, expected, entry)
+        self.others: list[int] = []  # entries without a quick test
         self.early: list[str] = []  # minilucid functions already written in the notebook
 
     def add_new_modules(self) -> None:
         for name, module in list(sys.modules.items()):
             if name in self.modules or not isinstance(module, types.ModuleType):
                 continue
-            if not _watched(name):
+            how = _how_watched(name)
+            if how is None:
                 continue
             self.modules.add(name)
-            self._add_module(name, module)
+            self._add_module(name, module, how)
 
-    def _add_module(self, name: str, module) -> None:
-        full = name not in TOP_LEVEL_ONLY
+    def _add_module(self, name: str, module, how: str) -> None:
         namespace = vars(module)
         for attr, value in list(namespace.items()):
             if not (callable(value) or isinstance(value, types.ModuleType)):
                 continue
-            if not full and name == "builtins" and not isinstance(value, BUILTIN_KINDS):
+            if name == "builtins" and not isinstance(value, BUILTIN_KINDS):
                 continue  # IPython swaps exit, quit, get_ipython, display in and out per cell
             where = f"{name}.{attr}"
-            self._add(where, lambda ns=namespace, a=attr: ns.get(a, _MISSING), value)
-            if not full:
+            self._add(
+                where,
+                lambda ns=namespace, a=attr: ns.get(a, _MISSING),
+                value,
+                lambda ns=namespace, a=attr, v=value: ns.__setitem__(a, v),
+                fast=(namespace, attr),
+            )
+            if how == "names":
                 continue
             self._add_functions(where, value)
-            if isinstance(value, type) and value.__module__ == name:
+            if how == "full" and isinstance(value, type) and value.__module__ == name:
                 self._add_class(where, value)
 
     def _add_class(self, where: str, cls: type) -> None:
+        self.classes[id(cls)] = where
         members = cls.__dict__  # a live view
         for attr, value in list(members.items()):
             if attr in ("__dict__", "__weakref__", "__doc__", "__module__"):
@@ -113,7 +260,13 @@ class Record:
             if not (callable(value) or isinstance(value, (property, staticmethod, classmethod))):
                 continue
             here = f"{where}.{attr}"
-            self._add(here, lambda m=members, a=attr: m.get(a, _MISSING), value)
+            self._add(
+                here,
+                lambda m=members, a=attr: m.get(a, _MISSING),
+                value,
+                lambda c=cls, a=attr, v=value: setattr(c, a, v),
+                fast=(members, attr),
+            )
             self._add_functions(here, value)
 
     def _add_functions(self, where: str, value) -> None:
@@ -121,27 +274,130 @@ class Record:
             if _written_in_notebook(fn):
                 self.early.append(where)
             parts = (fn.__code__, fn.__defaults__, fn.__kwdefaults__)
+            self.functions[id(fn)] = where
+
+            def put_back(f=fn, p=parts):
+                f.__code__, f.__defaults__, f.__kwdefaults__ = p
+
             self._add(
                 f"{where} (its code)",
                 lambda f=fn: (f.__code__, f.__defaults__, f.__kwdefaults__),
                 parts,
+                put_back,
+                fast=fn,
+            )
+        implementation = getattr(value, "_implementation", None)
+        if isinstance(implementation, types.FunctionType):
+            self._add(
+                f"{where} (its implementation)",
+                lambda v=value: getattr(v, "_implementation", None),
+                implementation,
+                None,
+                fast=(value, "_implementation", "attribute"),
             )
 
-    def _add(self, what: str, getter, expected) -> None:
-        self.entries.append((what, getter, expected))
+    def add_shell(self, shell) -> None:
+        """The kernel's transformers, callbacks, exception handlers and own methods."""
+        for path, lists in SHELL_PARTS:
+            part = _path(shell, path)
+            if part is None:
+                continue
+            where = ".".join(("shell", *path))
+            if path:
+                parent, attr = _path(shell, path[:-1]), path[-1]
+                self._add(
+                    where,
+                    lambda p=path: _path(shell, p),
+                    part,
+                    lambda o=parent, a=attr, v=part: setattr(o, a, v),
+                )
+            own = _own_callables(part)
+            self._add(
+                f"{where} (its own methods)",
+                lambda o=part: _own_callables(o),
+                own,
+                lambda o=part, own=own: _put_back_own(o, own),
+            )
+            for name in lists:
+                self._add_list(f"{where}.{name}", part, name)
+        events = getattr(shell, "events", None)
+        for event in getattr(events, "callbacks", {}):
+            self._add_list(f"shell.events[{event!r}]", events.callbacks, event, key=True)
+        for attr in SHELL_VALUES:
+            value = getattr(shell, attr, None)
+            self._add(
+                f"shell.{attr}",
+                lambda a=attr: getattr(shell, a, None),
+                value,
+                lambda a=attr, v=value: setattr(shell, a, v),
+            )
+
+    def _add_list(self, what: str, owner, name, key: bool = False) -> None:
+        def get():
+            return owner.get(name) if key else getattr(owner, name, None)
+
+        held = get()
+        if not isinstance(held, list):
+            return
+        items = tuple(held)
+
+        def put_back():
+            if key:
+                owner[name] = held
+            else:
+                setattr(owner, name, held)
+            held[:] = items
+
+        self._add(what, lambda: (get(), *(get() or ())), (held, *items), put_back)
+
+    def _add(self, what: str, getter, expected, put_back, fast=None) -> None:
+        """One recorded fact; `fast` names a quicker test of it (a dict and key, or a function)."""
+        index = len(self.entries)
+        self.entries.append((what, getter, expected, put_back))
+        if isinstance(fast, tuple) and len(fast) == 3:
+            self.attributes.append((fast[0], fast[1], expected, index))
+        elif isinstance(fast, tuple):
+            self.names.append((fast[0], fast[1], expected, index))
+        elif fast is not None:
+            self.codes.append((fast, *expected, index))
+        else:
+            self.others.append(index)
+
+    def _suspects(self) -> list[int]:
+        """The entries the quick tests cannot vouch for (most looks find none)."""
+        found = list(self.others)
+        for mapping, key, expected, index in self.names:
+            if mapping.get(key, _MISSING) is not expected:
+                found.append(index)
+        for obj, attr, expected, index in self.attributes:
+            if getattr(obj, attr, None) is not expected:
+                found.append(index)
+        for fn, code, defaults, kwdefaults, index in self.codes:
+            if (
+                fn.__code__ is not code
+                or fn.__defaults__ is not defaults
+                or fn.__kwdefaults__ is not kwdefaults
+            ):
+                found.append(index)
+        return sorted(found)
 
     def changes(self) -> list[str]:
+        """What differs from the record, each put back where it can be."""
         changed = list(self.early)
-        for what, getter, expected in self.entries:
-            now = getter()
-            if isinstance(expected, tuple) and isinstance(now, tuple):
-                same = len(now) == len(expected) and all(
-                    a is b for a, b in zip(now, expected, strict=True)
-                )
-            else:
-                same = now is expected
-            if not same:
-                changed.append(what)
+        for index in self._suspects():
+            what, getter, expected, put_back = self.entries[index]
+            try:
+                same = _same_items(getter(), expected)
+            except Exception:  # noqa: BLE001 - a part taken apart counts as changed
+                same = False
+            if same:
+                continue
+            changed.append(what)
+            if put_back is not None:
+                try:
+                    put_back()
+                except Exception:  # noqa: BLE001, S110 - what cannot be put back stays changed
+                    pass
         return changed
 
 
@@ -209,10 +465,17 @@ def _plain_failure(error: BaseException, limit: float) -> BaseException:
 
 
 def _changed_message(changes: list[str]) -> str:
-    shown = ", ".join(changes[:3]) + (f" and {len(changes) - 3} more" if len(changes) > 3 else "")
+    def listed(items: list[str]) -> str:
+        return ", ".join(items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
+
+    changed = [c for c in changes if not c.startswith("opened ")]
+    opened = [c.removeprefix("opened ") for c in changes if c.startswith("opened ")]
+    did = [f"changed {listed(changed)}"] if changed else []
+    did += [f"opened {listed(opened)}"] if opened else []
     return (
-        f"this notebook changed {shown}. The checks trust only minilucid, the checks and NumPy "
-        "as they ship: remove that change, restart the kernel and run all cells."
+        f"this notebook {' and '.join(did)}. The checks trust only minilucid, the checks, "
+        "NumPy, math, Python and the kernel as they ship, and no answer opens the gradebook, a "
+        "notebook or a program: remove that code, restart the kernel and run all cells."
     )
 
 
@@ -231,13 +494,28 @@ def _make_guard(shell):
     bound: dict[str, object] = {}  # user_ns name -> what the guard binds there
     redefined: set[str] = set()
     display = None
+    builtin_names = vars(builtins)
+    real_builtins = {k: v for k, v in builtin_names.items() if isinstance(v, BUILTIN_KINDS)}
+
+    def note(what: str) -> None:
+        if what not in changed:
+            changed.append(what)
 
     def look() -> None:
+        # builtins first, with nothing but dict operations: a patched isinstance must not
+        # mislead (or hang) the rest of the look
+        for name, value in real_builtins.items():
+            if builtin_names.get(name, _MISSING) is not value:
+                builtin_names[name] = value
+                note(f"builtins.{name}")
         for what in record.changes():
-            if what not in changed:
-                changed.append(what)
+            note(what)
         record.add_new_modules()
         protect_names()
+
+    def calls_a_check(source: str) -> bool:
+        names = [n for n in bound if n.startswith("check_")]
+        return any(re.search(rf"\b{re.escape(n)}\s*\(", source) for n in names)
 
     def protect_names() -> None:
         ns = shell.user_ns
@@ -337,7 +615,77 @@ def _make_guard(shell):
         shell_.showtraceback((etype, value, tb))
         return value._render_traceback_()
 
-    return look, not_done
+    seen_cell = [None]
+    busy = threading.local()
+
+    def on_audit(event: str, args: tuple) -> None:
+        """Python's audit hook: what a cell does, as it does it (see the module's docstring)."""
+        if getattr(busy, "now", False):
+            return
+        busy.now = True
+        try:
+            if event == "exec":
+                starting_cell(args[0])
+            elif event == "object.__setattr__":
+                written(*args[:2])
+            elif event in REFUSED_EVENTS:
+                refused(event, args)
+        finally:
+            busy.now = False
+
+    def starting_cell(code) -> None:
+        """A notebook cell starts: look once per cell; a check cell fails here once changed."""
+        if not isinstance(code, types.CodeType) or not _written_in_notebook(
+            types.SimpleNamespace(__code__=code)
+        ):
+            return
+        if code.co_name != "<module>" or seen_cell[0] == shell.execution_count:
+            return
+        seen_cell[0] = shell.execution_count
+        look()
+        if not changed:
+            return
+        history = getattr(getattr(shell, "history_manager", None), "input_hist_raw", None)
+        source = history[-1] if history else ""
+        if not source or calls_a_check(source):
+            raise CheckFailed(_changed_message(changed))
+
+    def written(obj, name: str) -> None:
+        if id(obj) in record.classes:
+            note(f"{record.classes[id(obj)]}.{name}")
+        elif name in CODE_ATTRIBUTES and id(obj) in record.functions:
+            note(f"{record.functions[id(obj)]} (its code)")
+
+    def refused(event: str, args: tuple) -> None:
+        """A database, the gradebook, a notebook (the answer key), a program: no answer's."""
+        if event == "sqlite3.connect":
+            database = str(args[0]) if args else ""
+            history = getattr(getattr(shell, "history_manager", None), "hist_file", None)
+            if database in ("", ":memory:", str(history)):
+                return
+            what = f"a database ({os.path.basename(database)})"
+        elif event == "open":
+            if isinstance(args[0], int) or not str(args[0]).endswith(ANSWER_KEYS):
+                return
+            what = os.path.basename(str(args[0]))
+        else:
+            program = _program(event, args)
+            if program in ALLOWED_PROGRAMS:
+                return
+            what = f"a program ({program or event})"
+        note(f"opened {what}")
+        raise PermissionError(
+            f"an answer never opens {what}: this notebook's checks now fail. Remove that code, "
+            "restart the kernel and run all cells."
+        )
+
+    def start(shell_) -> None:
+        shell_.events.register("post_run_cell", lambda *args: look())  # cells start: on_audit
+        shell_.set_custom_exc((NotImplementedError, NameError), not_done)
+        record.add_shell(shell_)
+        sys.addaudithook(on_audit)
+
+    return start
 
 
 _installed_in: set[int] = set()
@@ -353,9 +701,6 @@ def install(shell=None) -> bool:
         shell = get_ipython()
     if shell is None or id(shell) in _installed_in:
         return shell is not None
-    look, not_done = _make_guard(shell)
-    shell.events.register("pre_run_cell", lambda *args: look())
-    shell.events.register("post_run_cell", lambda *args: look())
-    shell.set_custom_exc((NotImplementedError, NameError), not_done)
+    _make_guard(shell)(shell)
     _installed_in.add(id(shell))
     return True
