@@ -60,8 +60,9 @@ DELEGATES = {
         "nn.loss.CrossEntropyLoss",
     ),
     "ex06_1": ("optim.sgd.SGD",),
+    "ex06_2": ("tensor.Tensor.detach",),
     "ex06_3": ("nn.utils.clip_grad_norm_",),
-    "ex07_1": ("nn.module.Module.named_parameters",),
+    "ex07_1": ("nn.module.Module",),
     "ex07_2": ("nn.linear.Linear", "nn.functional.linear"),
     "ex08_1": ("optim.sgd.SGD",),
     "ex08_2": ("optim.adam.Adam", "optim.adam.AdamW"),
@@ -71,13 +72,19 @@ DELEGATES = {
     "ex10_1": ("ops.conv.out_size",),
     "ex10_2": ("ops.conv.im2col_array", "ops.conv.Im2Col"),
     "ex10_3": ("ops.conv.conv2d", "ops.conv.col2im_array", "ops.conv.Col2Im", "nn.conv.Conv2d"),
+    "ex10_4": ("ops.conv.conv2d", "ops.conv.im2col_array", "ops.conv.Im2Col", "nn.conv.Conv2d"),
+    "ex10_5": ("ops.conv.max_pool2d", "nn.pooling.MaxPool2d"),
     "ex11_1": ("nn.dropout.dropout", "nn.dropout.Dropout"),
     "ex11_2": (
         "nn.normalization.batch_norm",
         "nn.normalization.BatchNorm1d",
         "nn.normalization.BatchNorm2d",
     ),
-    "ex11_3": ("nn.normalization.layer_norm", "nn.normalization.LayerNorm"),
+    "ex11_3": ("nn.normalization.batch_norm", "nn.normalization.BatchNorm1d"),
+    "ex11_4": ("nn.normalization.layer_norm", "nn.normalization.LayerNorm"),
+    "ex13_1": ("ops.attention.Embedding", "ops.attention.embedding", "nn.attention.Embedding"),
+    "ex13_2": ("nn.attention.scaled_dot_product_attention",),
+    "ex13_3": ("nn.attention.scaled_dot_product_attention",),
 }
 
 IPYTHON = {
