@@ -27,8 +27,8 @@ scores 0 on every exercise it cheats, and grading goes on past it (nbgrader exit
                    second Python                                                0 from that cell on
 - isinstance:      honest answers; the last answer cell makes isinstance say yes (once hung the
                    kernel until nbgrader dropped the hand-in)                  0 from that cell on
-- delegating:      chapter 08's MyAdam hands each step to minilucid's own Adam: scored as its
-                   checks score (full), and listed by `make audit` for a person to read
+- delegating:      chapter 08's MyAdam hands each step to minilucid's own Adam: the check
+                   finds the package's Adam inside it; make audit lists it too  0 on that exercise
 - silenced:        wrong answers; the first answer cell replaces the kernel's run_code by one that
                    swallows every error (no error output, no error reply)      0 everywhere
 - answer_key:      wrong answers; the last answer is read at grading time from the class's
@@ -187,7 +187,6 @@ ATTACKS = {
     "answer_key": (("04", "11"), "wrong", "key", ANSWER_KEY),
     "kernel_killed": (("01", "12"), "honest", "last", KILL),
 }
-SCORED_AS_CHECKS = ("delegating",)  # not cheating the checks: full points, but audited
 
 PATCH_CHECKS = """
 import sys as _sys
@@ -296,7 +295,11 @@ def expected_points(kind: str, released) -> dict[str, float]:
     if kind in ATTACKS:
         base, where = ATTACKS[kind][1], ATTACKS[kind][2]
         from_last = base == "honest" and where == "last"
-        kind = "honest" if kind in SCORED_AS_CHECKS else "patched" if from_last else "stub"
+        # an attack on one answer (delegating to the package) scores 0 on that exercise alone
+        zero = where.removesuffix("_answer") + "_check" if where.endswith("_answer") else None
+        kind = "honest" if zero else "patched" if from_last else "stub"
+    else:
+        zero = None
     out, tampered = {}, False
     last_answer = max(i for i, c in enumerate(released.cells) if _is_code_answer(c))
     for index, cell in enumerate(released.cells):
@@ -305,7 +308,11 @@ def expected_points(kind: str, released) -> dict[str, float]:
         if _is_check(cell):
             full = float(_meta(cell)["points"])
             out[_meta(cell)["grade_id"]] = (
-                full if kind == "honest" or (kind.startswith("patched") and not tampered) else 0.0
+                0.0
+                if _meta(cell)["grade_id"] == zero
+                else full
+                if kind == "honest" or (kind.startswith("patched") and not tampered)
+                else 0.0
             )
     return out
 

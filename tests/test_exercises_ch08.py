@@ -322,6 +322,21 @@ MUTANTS = {
         ),
     },
     "adam": {
+        "hands each step to minilucid's own Adam": Wrong(
+            """
+class MyAdam(Optimizer):
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps))
+        self.inner = ml.optim.Adam([p for g in self.param_groups for p in g["params"]])
+
+    def step(self) -> None:
+        for mine, theirs in zip(self.param_groups, self.inner.param_groups, strict=True):
+            theirs.update(mine)
+        self.inner.state = self.state
+        self.inner.step()
+""",
+            "keeps minilucid's own Adam",
+        ),
         "no bias correction": Wrong(
             _adam(("/ (1 - beta1**t)", ""), ("/ (1 - beta2**t)", "")),
             "without bias correction",

@@ -14,7 +14,7 @@ import numpy as np
 import minilucid as ml
 from minilucid.optim import Optimizer
 from minilucid.tensor import Tensor
-from minilucid_course.checks.common import call, cases_of, frozen
+from minilucid_course.checks.common import call, cases_of, frozen, not_the_package_inside
 
 # two parameters that get gradients; a third, (1,), never does
 SHAPES = frozen(__name__, "SHAPES", [(3,), (2, 2)])
@@ -308,6 +308,7 @@ def check_adam(MyAdam) -> None:
         "MyAdam",
         lambda k, params: _compare(k, params, expected[k - 1], mistakes, "MyAdam"),
     )
+    not_the_package_inside("MyAdam", opt, (ml.optim.Adam, ml.optim.SGD), "Adam's step")
     for i, p in enumerate(params[:2]):
         missing = {"step", "exp_avg", "exp_avg_sq"} - set(opt.state[p])
         if missing:

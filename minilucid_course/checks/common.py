@@ -78,6 +78,24 @@ def call(what: str, fn, *args, returns: type | tuple | None = None, hint: str = 
     return result
 
 
+def not_the_package_inside(what: str, obj, packaged: tuple, name: str) -> None:
+    """Refuse an answer object that keeps the package's own version of what the exercise builds
+    (an Adam inside MyAdam, say): its results would be right and nothing of it the learner's.
+    Looks at the object's attributes and one level into the lists, tuples and dicts they hold."""
+    seen = list(vars(obj).values()) if hasattr(obj, "__dict__") else []
+    for value in list(seen):
+        if isinstance(value, (list, tuple)):
+            seen += list(value)
+        elif isinstance(value, dict):
+            seen += list(value.values())
+    for value in seen:
+        if isinstance(value, packaged) and not isinstance(value, type(obj)):
+            raise AssertionError(
+                f"{what} keeps minilucid's own {type(value).__name__} and lets it do the work; "
+                f"write {name} yourself (the exercise is the update, not a call to the package)"
+            )
+
+
 def number(x) -> str:
     """A number as a check prints it: six significant digits."""
     return f"{float(x):.6g}"
