@@ -7,6 +7,7 @@ reject it and, where it can tell, name it.
 import functools
 from pathlib import Path
 
+from nbgrading import DELEGATING_ADAM  # the grading test's hand-in of the same mistake
 from nbharness import Wrong, mutation_tests, rejected, run_check, unanswered, with_answer
 
 NB = Path(__file__).resolve().parents[1] / "solutions" / "08_optimisers.ipynb"
@@ -323,18 +324,7 @@ MUTANTS = {
     },
     "adam": {
         "hands each step to minilucid's own Adam": Wrong(
-            """
-class MyAdam(Optimizer):
-    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8):
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps))
-        self.inner = ml.optim.Adam([p for g in self.param_groups for p in g["params"]])
-
-    def step(self) -> None:
-        for mine, theirs in zip(self.param_groups, self.inner.param_groups, strict=True):
-            theirs.update(mine)
-        self.inner.state = self.state
-        self.inner.step()
-""",
+            DELEGATING_ADAM,
             "keeps minilucid's own Adam",
         ),
         "no bias correction": Wrong(
