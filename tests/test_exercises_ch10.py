@@ -7,11 +7,10 @@ names words the check's message must contain.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
-from nbharness import Wrong, answer_source, edited, mutant_parts, run_check, with_answer
+from nbharness import Wrong, mutation_tests, with_answer
 
 NB = Path(__file__).resolve().parents[1] / "solutions" / "10_convolutions.ipynb"
 
@@ -321,44 +320,13 @@ MUTANTS = {
 }
 
 
-def _run(exercise: str, answer: str | None = None):
-    """Run the notebook to this exercise's check, earlier checks skipped (they pass)."""
-    answer_id, check_id = EXERCISES[exercise]
-    order = [check for _, check in EXERCISES.values()]
-    replace = {check: "pass" for check in order[: order.index(check_id)]}
-    if answer is not None:
-        replace[answer_id] = answer
-    return run_check(NB, check_id, replace=replace)
-
-
-def _stub(answer_id: str) -> str:
-    """The exercise notebook's stub: every solution region raises NotImplementedError."""
-    region = re.compile(r"^([ \t]*)### BEGIN SOLUTION\n.*?^[ \t]*### END SOLUTION", re.M | re.S)
-    return region.sub(r"\1raise NotImplementedError()", answer_source(NB, answer_id))
-
-
-@pytest.mark.parametrize("exercise", list(EXERCISES))
-def test_the_solution_passes(exercise, capsys):
-    _run(exercise)
-    assert DONE[exercise] in capsys.readouterr().out
-
-
-@pytest.mark.parametrize(
-    "exercise, label",
-    [(exercise, label) for exercise, mutants in MUTANTS.items() for label in mutants],
+test_the_solution_passes, test_a_wrong_answer_is_rejected, test_the_stub_raises = mutation_tests(
+    NB,
+    EXERCISES,
+    MUTANTS,
+    stand_ins={check: "pass" for _, check in EXERCISES.values()},  # each check judged alone
+    done=DONE,
 )
-def test_a_wrong_answer_is_rejected(exercise, label):
-    edits, words = mutant_parts(MUTANTS[exercise][label])
-    with pytest.raises(AssertionError) as info:
-        _run(exercise, edited(NB, EXERCISES[exercise][0], edits))
-    for word in words:
-        assert word in str(info.value), f"the message should mention {word!r}: {info.value}"
-
-
-@pytest.mark.parametrize("exercise", list(EXERCISES))
-def test_the_stub_raises_not_implemented(exercise):
-    with pytest.raises(NotImplementedError):
-        _run(exercise, _stub(EXERCISES[exercise][0]))
 
 
 def test_an_answer_cell_cannot_empty_the_cases():

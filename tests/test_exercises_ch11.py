@@ -9,11 +9,9 @@ answers as edits of the solution's answer; Wrong(...) also names words the messa
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-import pytest
-from nbharness import Wrong, answer_source, edited, mutant_parts, run_check
+from nbharness import Wrong, edited, mutation_tests, run_check
 
 NB = Path(__file__).resolve().parents[1] / "solutions" / "11_regularisation_and_normalisation.ipynb"
 
@@ -285,34 +283,13 @@ def _run(exercise: str, answer: str | None = None):
     return run_check(NB, check_id, replace=replace)
 
 
-def _stub(answer_id: str) -> str:
-    """The exercise notebook's stub: every solution region raises NotImplementedError."""
-    region = re.compile(r"^([ \t]*)### BEGIN SOLUTION\n.*?^[ \t]*### END SOLUTION", re.M | re.S)
-    return region.sub(r"\1raise NotImplementedError()", answer_source(NB, answer_id))
-
-
-@pytest.mark.parametrize("exercise", list(EXERCISES))
-def test_the_solution_passes(exercise, capsys):
-    _run(exercise)
-    assert DONE[exercise] in capsys.readouterr().out
-
-
-@pytest.mark.parametrize(
-    "exercise, label",
-    [(exercise, label) for exercise, mutants in MUTANTS.items() for label in mutants],
+test_the_solution_passes, test_a_wrong_answer_is_rejected, test_the_stub_raises = mutation_tests(
+    NB,
+    EXERCISES,
+    MUTANTS,
+    stand_ins={check: "pass" for _, check in EXERCISES.values()},  # each check judged alone
+    done=DONE,
 )
-def test_a_wrong_answer_is_rejected(exercise, label):
-    edits, words = mutant_parts(MUTANTS[exercise][label])
-    with pytest.raises(AssertionError) as info:
-        _run(exercise, edited(NB, EXERCISES[exercise][0], edits))
-    for word in words:
-        assert word in str(info.value), f"the message should mention {word!r}: {info.value}"
-
-
-@pytest.mark.parametrize("exercise", list(EXERCISES))
-def test_the_stub_raises_not_implemented(exercise):
-    with pytest.raises(NotImplementedError):
-        _run(exercise, _stub(EXERCISES[exercise][0]))
 
 
 def test_a_loop_over_the_examples_that_is_right_is_accepted():

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-from nbharness import Wrong, edited, mutant_parts, run_exercise, with_answer
+from nbharness import Wrong, mutation_tests, with_answer
 
 NB = Path(__file__).resolve().parents[1] / "solutions" / "12_beyond.ipynb"
 
@@ -252,10 +251,6 @@ MUTANTS = {
 }
 
 
-def _run(exercise: str, answer: str | None = None):
-    return run_exercise(NB, EXERCISES, exercise, answer)
-
-
 DONE = {
     "newton": "✓ newton_1d",
     "hvp": "✓ hvp",
@@ -267,26 +262,10 @@ DONE = {
 }
 
 
-@pytest.mark.parametrize("exercise", list(EXERCISES))
-def test_the_solution_passes(exercise, capsys):
-    _run(exercise)
-    assert DONE[exercise] in capsys.readouterr().out
-
-
-@pytest.mark.parametrize(
-    "exercise, label",
-    [(exercise, label) for exercise, mutants in MUTANTS.items() for label in mutants],
+test_the_solution_passes, test_a_wrong_answer_is_rejected, test_the_stub_raises = mutation_tests(
+    NB,
+    EXERCISES,
+    MUTANTS,
+    stand_ins={check: "pass" for _, check in EXERCISES.values()},  # each check judged alone
+    done=DONE,
 )
-def test_a_wrong_answer_is_rejected(exercise, label):
-    edits, words = mutant_parts(MUTANTS[exercise][label])
-    with pytest.raises(AssertionError) as info:
-        _run(exercise, edited(NB, EXERCISES[exercise][0], edits))
-    for word in words:
-        assert word in str(info.value), f"the message should mention {word!r}: {info.value}"
-
-
-@pytest.mark.parametrize("exercise", list(EXERCISES))
-def test_the_stub_raises_not_implemented(exercise):
-    stub = with_answer(NB, EXERCISES[exercise][0], "raise NotImplementedError()")
-    with pytest.raises(NotImplementedError):
-        _run(exercise, stub)
