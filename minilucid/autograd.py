@@ -11,8 +11,8 @@ Tensors themselves are the keys of `visited` and `grads`: a tensor hashes by ide
 
 import numpy as np
 
-from minilucid._arrays import _type_name
-from minilucid.function import Function
+from minilucid._arrays import type_name
+from minilucid._views import Cast, held_arrays
 from minilucid.grad_mode import GRAD_MODE, VERSIONS, enable_grad
 from minilucid.ops.alike import plain
 from minilucid.ops.broadcast import sum_to, sum_to_shape
@@ -24,8 +24,12 @@ ndarray = np.ndarray
 FREED = "freed"  # marks an op whose saved arrays were released by a backward pass
 
 
-def topological_order(root: Tensor) -> list:
-    """Tensors of root's graph, parents before children; iterative post-order depth-first search."""
+def topological_order(root: Tensor, parents_of=None) -> list:
+    """Tensors of root's graph, parents before children; iterative post-order depth-first search.
+
+    The walk follows the parents that require grad (those backward sends gradients to), or,
+    with `parents_of`, the tensors parents_of(t) lists for each t (the pictures walk this way).
+    """
     order = []
     visited = {}  # tensor -> True; a dict keeps the walk deterministic and needs no recursion
     # The stack holds (tensor, expanded) pairs as two lists side by side: a tuple per pair would
@@ -40,6 +44,18 @@ def topological_order(root: Tensor) -> list:
         if node in visited:
             continue
         visited[node] = True
+        if parents_of is not None:
+            chosen = parents_of(node)
+            if chosen:
+                stack.append(node)
+                flags.append(True)
+                for parent in reversed(chosen):
+                    if parent not in visited:
+                        stack.append(parent)
+                        flags.append(False)
+            else:
+                order.append(node)
+            continue
         ctx = node._ctx
         if ctx is None:  # a leaf has no parents to wait for
             order.append(node)
@@ -85,85 +101,102 @@ def backward(
             return backward(
                 root, gradient, retain_graph, True, inputs=inputs, trace=trace, sort=sort
             )
-    if not root._requires_grad:
-        raise RuntimeError(
-            "backward: this tensor does not require grad and has no graph behind it. "
-            "Create its inputs with requires_grad=True."
-        )
-    seed = _seed(root, gradient)
-    if create_graph:
-        seed = gradient if isinstance(gradient, Tensor) else Tensor(seed)
-    if retain_graph is None:
-        retain_graph = create_graph
-    grads = {root: seed}  # tensor -> the sum of the gradients sent to it so far
-    order = sort(root)
-    wanted = None if inputs is None else {id(t): t for t in inputs}
-    found = {}
+    grads = {root: _seed(root, gradient, create_graph)}  # tensor -> sum of gradients sent so far
+    keep = retain_graph if retain_graph is not None else create_graph
+    wanted = None if inputs is None else {id(t): None for t in inputs}
     now = VERSIONS.clock  # an op recorded before now may have seen values changed in place since
-    for node in reversed(order):
+    for node in reversed(sort(root)):
         grad = grads.pop(node, None)
-        if grad is None:
+        if grad is None:  # nothing reached it: it feeds the root only through constants
             continue
         if node._hooks is not None:
-            for hook in node._hooks:
-                new = hook(grad)
-                if new is not None:
-                    grad = _hooked(new, hook, grad, create_graph)
+            grad = _run_hooks(node, grad, create_graph)
         ctx = node._ctx
-        if wanted is not None:
-            if id(node) in wanted:
-                found[id(node)] = grad
-        elif ctx is None or node._retains_grad:
-            # a fresh array: the one arriving may also have been sent to another tensor
-            g = grad.data if create_graph else grad  # .grad stays an array; ml.grad gives tensors
-            node.grad = g.copy() if node.grad is None else _accumulated(node, g)
-        if ctx is None:
+        if wanted is not None or ctx is None or node._retains_grad:
+            _store(node, grad, wanted, create_graph)
+        if ctx is None:  # a leaf: nothing further back
             if trace is not None:
                 trace.append((node, grad, []))
             continue
         if ctx.version != now:
             check_saved(ctx)
         sent = _on_tensors(ctx, node, grad) if create_graph else ctx.backward(ctx, grad)
-        if type(sent) is not tuple:
-            sent = (sent,)
-        parents = ctx.parents
-        if len(sent) != len(parents):
-            raise _count_error(ctx, sent)
-        record = [] if trace is not None else None
-        for parent, g in zip(parents, sent, strict=False):  # lengths compared above
-            # only tensors that require grad take part; constants and None gradients drop out
-            if g is None or not isinstance(parent, Tensor) or not parent._requires_grad:
-                if record is not None:
-                    record.append((parent, g, None))
-                continue
-            data = parent.data
-            if create_graph:
-                g = _graph_gradient(g, data, ctx)
-                previous = grads.get(parent)
-                grads[parent] = g if previous is None else previous + g
-                if record is not None:
-                    record.append((parent, g, None))
-                continue
-            summed_from = None  # the op's gradient shape, if broadcasting had to be summed away
-            # most gradients fit already; `is` spares the slower dtype comparison
-            if type(g) is not ndarray or g.shape != data.shape or g.dtype is not data.dtype:
-                summed_from = g.shape if g.shape != data.shape else None
-                g = _conform(g, data, type(ctx).__name__)
-            previous = grads.get(parent)
-            grads[parent] = g if previous is None else previous + g
-            if record is not None:
-                record.append((parent, g, summed_from))
+        record = _send(ctx, sent, grads, create_graph, trace is not None)
         if trace is not None:
             trace.append((node, grad, record))
-        if not retain_graph:
+        if not keep:  # free what the op saved: the graph can be walked once only
             ctx.parents = FREED
             ctx.saved_tensors = None
-    if inputs is not None:
-        return tuple(found.get(id(t)) for t in inputs)
-    return None
+    return None if wanted is None else tuple(wanted[id(t)] for t in inputs)
 
 
-def _seed(root: Tensor, gradient) -> np.ndarray:
+def _send(ctx, sent, grads: dict, create_graph: bool, tracing: bool):
+    """Add each gradient the op returned to what its parent has received so far (summed back
+    to the parent's shape and cast to its dtype); the step's record when tracing."""
+    if type(sent) is not tuple:
+        sent = (sent,)
+    parents = ctx.parents
+    if len(sent) != len(parents):
+        raise _count_error(ctx, sent)
+    record = [] if tracing else None
+    for parent, g in zip(parents, sent, strict=False):  # lengths compared above
+        # only tensors that require grad take part; constants and None gradients drop out
+        if g is None or not isinstance(parent, Tensor) or not parent._requires_grad:
+            if tracing:
+                record.append((parent, g, None))
+            continue
+        data = parent.data
+        summed_from = None  # the op's gradient shape, if broadcasting had to be summed away
+        if create_graph:
+            g = _graph_gradient(g, data, ctx)
+        # most gradients fit already; `is` spares the slower dtype comparison
+        elif type(g) is not ndarray or g.shape != data.shape or g.dtype is not data.dtype:
+            summed_from = g.shape if g.shape != data.shape else None
+            g = _conform(g, data, type(ctx).__name__)
+        previous = grads.get(parent)
+        if previous is None:
+            grads[parent] = g
+        else:
+            total = previous + g
+            if type(total) is not ndarray and not isinstance(total, Tensor):
+                total = np.asarray(total)  # two 0-d arrays add up to a NumPy scalar
+            grads[parent] = total
+        if tracing:
+            record.append((parent, g, summed_from))
+    return record
+
+
+def _store(node: Tensor, grad, wanted, create_graph: bool) -> None:
+    """The gradient reaching a leaf (or a tensor that retains it) goes into its .grad; with
+    `wanted` (ml.grad), into `wanted` instead, and no .grad changes."""
+    if wanted is not None:
+        if id(node) in wanted:
+            wanted[id(node)] = grad
+        return
+    # a fresh array: the one arriving may also have been sent to another tensor
+    g = grad.data if create_graph else grad  # .grad stays an array; ml.grad gives tensors
+    node.grad = g.copy() if node.grad is None else _accumulated(node, g)
+
+
+def _run_hooks(node: Tensor, grad, create_graph: bool):
+    for hook in node._hooks:
+        new = hook(grad)
+        if new is not None:
+            grad = _hooked(new, hook, grad, create_graph)
+    return grad
+
+
+def _seed(root: Tensor, gradient, create_graph: bool):
+    """The gradient backward starts from: 1 for a scalar root, else the one given."""
+    if not root._requires_grad:
+        raise RuntimeError(
+            "backward: this tensor does not require grad and has no graph behind it. "
+            "Create its inputs with requires_grad=True."
+        )
+    if create_graph:
+        if isinstance(gradient, Tensor):
+            return gradient
+        return Tensor(_seed(root, gradient, False))
     if gradient is None:
         if root.data.size != 1:
             raise RuntimeError(
@@ -218,7 +251,7 @@ def grad(
     for t in inputs:
         if not isinstance(t, Tensor) or not t.requires_grad:
             raise RuntimeError(
-                f"grad: every input must require grad; got a {_type_name(t)} that does not"
+                f"grad: every input must require grad; got a {type_name(t)} that does not"
             )
     if isinstance(outputs, Tensor):
         found = backward(outputs, grad_outputs, retain_graph, create_graph, inputs=inputs)
@@ -245,7 +278,7 @@ def _summed(outputs, grad_outputs, retain_graph, create_graph: bool, inputs: tup
     total = [None] * len(inputs)
     for i, (y, seed) in enumerate(zip(outputs, seeds, strict=True)):
         if not isinstance(y, Tensor):
-            raise TypeError(f"grad: output {i} is a {_type_name(y)}, not a tensor")
+            raise TypeError(f"grad: output {i} is a {type_name(y)}, not a tensor")
         # the outputs may share a graph: keep it until the last one has gone through it
         keep = retain_graph if i == len(outputs) - 1 else True
         found = backward(y, seed, keep, create_graph, inputs=inputs)
@@ -267,9 +300,13 @@ def _on_tensors(ctx, node: Tensor, grad: Tensor):
     their derivative is zero wherever it exists. A saved array of floats computed in forward is
     refused: as a constant it would silently give a wrong higher derivative.
     """
+    for name, array in held_arrays(ctx):
+        if array.dtype.kind in "fc":
+            raise _held_error(ctx, name, array)
     saved = getattr(ctx, "saved_tensors", None)
     if saved:
         ctx.saved_tensors = _as_tensors(ctx, node, saved)
+    replaying, GRAD_MODE.replaying = GRAD_MODE.replaying, type(ctx).__name__
     try:
         with enable_grad():
             return ctx.backward(ctx, grad)
@@ -282,8 +319,20 @@ def _on_tensors(ctx, node: Tensor, grad: Tensor):
             "differentiate it once only (create_graph=False)."
         ) from error
     finally:
+        GRAD_MODE.replaying = replaying
         if saved:
             ctx.saved_tensors = saved
+
+
+def _held_error(ctx, name: str, array) -> RuntimeError:
+    op = type(ctx).__name__
+    return RuntimeError(
+        f"create_graph: {op} keeps an array of floats of shape {np.shape(array)} as ctx.{name}, "
+        f"outside its saved tensors, so under create_graph it would be a constant and the "
+        f"higher derivatives through {op} silently wrong. Save only inputs and the output "
+        f"(ctx.save_for_backward) and recompute such a value in {op}.backward from them, or "
+        "differentiate it once only (create_graph=False)."
+    )
 
 
 def _as_tensors(ctx, node: Tensor, saved: tuple) -> tuple:
@@ -329,7 +378,7 @@ def _graph_gradient(g, data: np.ndarray, ctx) -> Tensor:
     if not isinstance(g, Tensor):
         name = type(ctx).__name__
         raise RuntimeError(
-            f"create_graph: {name}.backward returned a {_type_name(g)}, not a tensor, so the "
+            f"create_graph: {name}.backward returned a {type_name(g)}, not a tensor, so the "
             f"gradient through {name} would have no graph and its second derivative would be "
             "silently wrong. Write its backward with operations that work on tensors as well as "
             "arrays (operators, methods, or the ops of minilucid.ops), or differentiate it once "
@@ -338,22 +387,8 @@ def _graph_gradient(g, data: np.ndarray, ctx) -> Tensor:
     if g.shape != data.shape:
         g = sum_to(g, data.shape, type(ctx).__name__)
     if g.dtype != data.dtype:  # a float32 input that met a float64 constant: float32 gradient
-        g = _Cast.apply(g, dtype=data.dtype)
+        g = Cast.apply(g, dtype=data.dtype)
     return g
-
-
-class _Cast(Function):
-    """z = a as another dtype;  dz/da = 1 (the gradient cast back to a's dtype)"""
-
-    __slots__ = ()
-
-    @staticmethod
-    def forward(ctx, a, dtype):
-        return a.astype(dtype)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad  # the engine casts it to the input's dtype, as every gradient
 
 
 def _accumulated(node: Tensor, g: np.ndarray) -> np.ndarray:
@@ -364,7 +399,9 @@ def _accumulated(node: Tensor, g: np.ndarray) -> np.ndarray:
             f"shape {node.shape}; a gradient must have its tensor's shape (as in PyTorch). "
             "Set .grad = None (or an array of the tensor's shape) before backward."
         )
-    return node.grad + g
+    total = node.grad + g
+    # two 0-d arrays add up to a NumPy scalar; .grad stays an array that can be changed in place
+    return total if type(total) is ndarray else np.asarray(total)
 
 
 def _hooked(new, hook, grad, create_graph: bool):
@@ -382,7 +419,7 @@ def _hooked(new, hook, grad, create_graph: bool):
     if isinstance(new, Tensor):
         return new
     raise TypeError(
-        f"create_graph: the hook {name} returned a {_type_name(new)}, not a tensor. Under "
+        f"create_graph: the hook {name} returned a {type_name(new)}, not a tensor. Under "
         "create_graph a hook receives the gradient as a tensor with a graph; return a tensor "
         "computed from it with tensor operations (e.g. grad * 2, grad.clamp(-1, 1)), or None "
         "to leave it unchanged."

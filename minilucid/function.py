@@ -7,9 +7,9 @@ inputs as the parents of the new tensor.
 
 import numpy as np
 
-from minilucid._arrays import _as_array, _type_name
+from minilucid._arrays import as_array, type_name
 from minilucid.grad_mode import GRAD_MODE, VERSIONS
-from minilucid.tensor import Tensor
+from minilucid.tensor import Tensor, _NoGradCut
 
 ndarray = np.ndarray
 
@@ -52,8 +52,10 @@ class Function:
                 if x._requires_grad:
                     requires_grad = True
             elif type(x) is list:  # Python data follows Tensor's rule: floats become float32
-                arrays.append(_as_array(x, None, cls.__name__.lower()))
+                arrays.append(as_array(x, None, cls.__name__.lower()))
                 converted = True
+            elif isinstance(x, np.generic):  # a NumPy number counts as a Python one (PyTorch's
+                arrays.append(x.item())  # rule: float32 * np.float64(2) stays float32)
             elif isinstance(x, PLAIN):
                 arrays.append(x)
             else:  # another library's tensor, say: NumPy would mangle it, so say what it is
@@ -67,6 +69,7 @@ class Function:
             and _shared(inputs, arrays)
         ):
             converted = True
+        ctx.parents = inputs  # ctx.needs_input_grad works in forward too
         try:
             # Nearly every call has one or two arrays and no options, so those calls are written
             # out: f(*args, **kwargs) costs Python about 0.15 us more than f(a, b).
@@ -90,7 +93,6 @@ class Function:
         out._retains_grad = False
         out._cut = None
         if requires_grad and GRAD_MODE.enabled:
-            ctx.parents = inputs
             ctx.version = VERSIONS.clock  # backward checks that nothing saved changed since
             if converted:  # the arrays forward saw are not all the inputs' own
                 ctx.arrays = arrays
@@ -98,13 +100,24 @@ class Function:
                 ctx.options = options
             out._ctx = ctx
             out._requires_grad = True
-        else:
+        else:  # a constant: off the path that records the graph
             out._ctx = None
             out._requires_grad = False
-            for x in inputs:  # h.detach().max() still knows where detach() cut it, for pictures
-                if isinstance(x, Tensor) and x._cut is not None:
-                    out._cut = x._cut
+            _mark_cut(out, inputs, requires_grad)
         return out
+
+
+def _mark_cut(out: Tensor, inputs, requires_grad: bool) -> None:
+    """For pictures only: where the graph was cut above a constant result. h.detach().max()
+    still knows where detach() cut it; under no_grad, an input that requires grad is the cut."""
+    for x in inputs:
+        if isinstance(x, Tensor) and x._cut is not None:
+            out._cut = x._cut
+    if requires_grad and out._cut is None:
+        for x in inputs:
+            if isinstance(x, Tensor) and x._requires_grad:
+                out._cut = _NoGradCut(x)
+                break
 
 
 def _shared(inputs, arrays: list) -> bool:
@@ -142,7 +155,7 @@ PLAIN = (ndarray, np.generic, int, float, tuple)  # what ops take besides tensor
 
 def _foreign(cls, x) -> TypeError:
     return TypeError(
-        f"{cls.__name__.lower()}: cannot combine a minilucid tensor with {_type_name(x)}; pass "
+        f"{cls.__name__.lower()}: cannot combine a minilucid tensor with {type_name(x)}; pass "
         "numbers, NumPy arrays or minilucid tensors (for a torch tensor t: "
         "ml.tensor(t.detach().numpy()))"
     )

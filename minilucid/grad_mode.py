@@ -3,12 +3,15 @@
 Also the clock of in-place changes, which every recorded op reads (see `minilucid.ops.inplace`).
 """
 
+import functools
+
 
 class _GradMode:
-    __slots__ = ("enabled",)
+    __slots__ = ("enabled", "replaying")
 
     def __init__(self) -> None:
         self.enabled = True
+        self.replaying = None  # under create_graph, the op whose backward runs on tensors
 
 
 GRAD_MODE = _GradMode()  # read by Function.apply on every op
@@ -46,7 +49,16 @@ class set_grad_enabled:  # noqa: N801  (a context manager named like PyTorch's)
 
 
 class no_grad:  # noqa: N801
-    """`with no_grad():` ops inside build no graph - for evaluation and parameter updates."""
+    """`with no_grad():` ops inside build no graph - for evaluation and parameter updates.
+    `@no_grad()` on a function runs every call of it that way."""
+
+    def __call__(self, function):
+        @functools.wraps(function)
+        def without_grad(*args, **kwargs):
+            with no_grad():
+                return function(*args, **kwargs)
+
+        return without_grad
 
     def __enter__(self) -> None:
         self.previous = GRAD_MODE.enabled

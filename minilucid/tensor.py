@@ -10,13 +10,13 @@ import weakref
 import numpy as np
 
 from minilucid._arrays import (  # helpers that need no Tensor
-    _as_array,
-    _dim,
-    _flat_shape,
-    _shape_args,
-    _squeezed_shape,
-    _swapped_dims,
-    _unsqueezed_shape,
+    as_array,
+    dim_or_axis,
+    flat_shape,
+    shape_args,
+    squeezed_shape,
+    swapped_dims,
+    unsqueezed_shape,
 )
 
 float32 = np.dtype("float32")
@@ -35,6 +35,13 @@ class _Cut(weakref.ref):
         return type(None), ()
 
 
+class _NoGradCut(_Cut):
+    """no_grad's note, on a value an op computed without a graph, of the input that needed grad
+    (for pictures: the graph stopped there)."""
+
+    __slots__ = ()
+
+
 class Tensor:
     """A NumPy array that remembers how it was computed, so that gradients can flow back."""
 
@@ -47,6 +54,8 @@ class Tensor:
         "_hooks",
         "_retains_grad",
         "_cut",
+        "_view",  # (base, made under no_grad) for a view of another tensor's memory; unset else
+        "_views",  # a base's list of weak references to its views; unset until it has one
         "__weakref__",
     )
     __hash__ = object.__hash__  # `==` is elementwise, identity is the hash
@@ -55,7 +64,7 @@ class Tensor:
     # --- chapter 01: the node --------------------------------------------------------------
 
     def __init__(self, data, requires_grad: bool = False, dtype=None, name: str | None = None):
-        self.data = _as_array(plain(data), dtype, "Tensor")
+        self.data = as_array(plain(data), dtype, "Tensor")
         self.grad = None
         self.name = name
         self._ctx = None  # the op that created this tensor; None for a leaf
@@ -107,7 +116,15 @@ class Tensor:
         return self.data.item()
 
     def numpy(self) -> np.ndarray:
-        return self.data
+        return readable(self, "numpy()")
+
+    def __iter__(self):
+        if self.data.ndim == 0:
+            raise TypeError(
+                "iter: iteration over a 0-d tensor (as PyTorch refuses it): a 0-d tensor holds "
+                "one number; use .item()"
+            )
+        return (self[i] for i in range(len(self.data)))
 
     def __len__(self) -> int:
         if self.data.ndim == 0:
@@ -152,51 +169,64 @@ class Tensor:
     # --- chapter 03: reverse mode -----------------------------------------------------------
 
     def backward(
-        self, gradient=None, retain_graph: bool | None = None, create_graph: bool = False
+        self,
+        gradient=None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs=None,
     ) -> None:
-        backward(self, gradient, retain_graph, create_graph)
+        """Accumulate the gradient into .grad of every leaf (or only of the tensors `inputs`)."""
+        if inputs is None:
+            backward(self, gradient, retain_graph, create_graph)
+            return
+        inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+        found = backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        for t, g in zip(inputs, found, strict=True):
+            if g is not None:
+                g = g.data if isinstance(g, Tensor) else g
+                t.grad = g.copy() if t.grad is None else t.grad + g
 
     # --- chapter 04: shapes -----------------------------------------------------------------
 
     def sum(self, dim=None, keepdim: bool = False, *, axis=None):
-        return Sum.apply(self, dim=_dim(dim, axis, "sum"), keepdim=keepdim)
+        return Sum.apply(self, dim=dim_or_axis(dim, axis, "sum"), keepdim=keepdim)
 
     def mean(self, dim=None, keepdim: bool = False, *, axis=None):
-        return Mean.apply(self, dim=_dim(dim, axis, "mean"), keepdim=keepdim)
+        return Mean.apply(self, dim=dim_or_axis(dim, axis, "mean"), keepdim=keepdim)
 
     def max(self, dim=None, keepdim: bool = False, *, axis=None):
-        return Max.apply(self, dim=_dim(dim, axis, "max"), keepdim=keepdim)
+        return Max.apply(self, dim=dim_or_axis(dim, axis, "max"), keepdim=keepdim)
 
     def min(self, dim=None, keepdim: bool = False, *, axis=None):
-        return Min.apply(self, dim=_dim(dim, axis, "min"), keepdim=keepdim)
+        return Min.apply(self, dim=dim_or_axis(dim, axis, "min"), keepdim=keepdim)
 
     def reshape(self, *shape):
-        return Reshape.apply(self, shape=_shape_args(shape))
+        return as_view(Reshape.apply(self, shape=shape_args(shape)), self)
 
     def view(self, *shape):
-        return Reshape.apply(self, shape=_shape_args(shape))
+        return as_view(Reshape.apply(self, shape=shape_args(shape)), self, "view")
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1):
-        return Reshape.apply(self, shape=_flat_shape(self.shape, start_dim, end_dim))
+        return as_view(Reshape.apply(self, shape=flat_shape(self.shape, start_dim, end_dim)), self)
 
     def unsqueeze(self, dim: int):
-        return Reshape.apply(self, shape=_unsqueezed_shape(self.shape, dim))
+        return as_view(Reshape.apply(self, shape=unsqueezed_shape(self.shape, dim)), self)
 
     def squeeze(self, dim=None):
-        return Reshape.apply(self, shape=_squeezed_shape(self.shape, dim))
+        return as_view(Reshape.apply(self, shape=squeezed_shape(self.shape, dim)), self)
 
     def permute(self, *dims):
-        return Permute.apply(self, dims=_shape_args(dims))
+        return as_view(Permute.apply(self, dims=shape_args(dims)), self)
 
     def transpose(self, dim0: int = 0, dim1: int = 1):
-        return Permute.apply(self, dims=_swapped_dims(self.ndim, dim0, dim1))
+        return as_view(Permute.apply(self, dims=swapped_dims(self.ndim, dim0, dim1)), self)
 
     @property
     def T(self):  # noqa: N802  (PyTorch's name)
-        return Permute.apply(self, dims=tuple(range(self.ndim - 1, -1, -1)))
+        return as_view(Permute.apply(self, dims=tuple(range(self.ndim - 1, -1, -1))), self)
 
     def __getitem__(self, index):
-        return GetItem.apply(self, index=index)
+        return as_view(GetItem.apply(self, index=index), self)
 
     def matmul(self, other):
         return MatMul.apply(self, other)
@@ -314,28 +344,31 @@ class Tensor:
             raise RuntimeError("retain_grad: this tensor does not require grad")
         self._retains_grad = self._ctx is not None
 
-    def register_hook(self, hook) -> None:
+    def register_hook(self, hook):
+        """hook(grad) runs when backward reaches this tensor; it may return a new gradient.
+        Returns a handle whose .remove() takes the hook off again."""
         if not self.requires_grad:
             raise RuntimeError("register_hook: this tensor does not require grad")
         self._hooks = (*(self._hooks or ()), hook)
+        return HookHandle(self, hook)
 
     def __eq__(self, other):
-        return Tensor(self.data == plain(other))
+        return Tensor(self.data == _raw(other))
 
     def __ne__(self, other):
-        return Tensor(self.data != plain(other))
+        return Tensor(self.data != _raw(other))
 
     def __lt__(self, other):
-        return Tensor(self.data < plain(other))
+        return Tensor(self.data < _raw(other))
 
     def __le__(self, other):
-        return Tensor(self.data <= plain(other))
+        return Tensor(self.data <= _raw(other))
 
     def __gt__(self, other):
-        return Tensor(self.data > plain(other))
+        return Tensor(self.data > _raw(other))
 
     def __ge__(self, other):
-        return Tensor(self.data >= plain(other))
+        return Tensor(self.data >= _raw(other))
 
     def __bool__(self) -> bool:
         if self.data.size != 1:
@@ -351,7 +384,7 @@ class Tensor:
     # --- chapter 12: what the capstone needs ------------------------------------------------
 
     def argmax(self, dim=None, keepdim: bool = False, *, axis=None):
-        return Tensor(argmax(self.data, dim=_dim(dim, axis, "argmax"), keepdim=keepdim))
+        return Tensor(argmax(self.data, dim=dim_or_axis(dim, axis, "argmax"), keepdim=keepdim))
 
     # --- chapter 13: attention --------------------------------------------------------------
 
@@ -362,13 +395,27 @@ class Tensor:
         return topk(self, k, dim, largest, sorted)
 
     def contiguous(self):
-        return self  # NumPy reshapes any layout, so a tensor needs no copy before .view
+        return self if self.data.flags.c_contiguous else Contiguous.apply(self)
+
+    def __setitem__(self, index, value):
+        overwrite(self, "setitem", value, index)
+
+    def numel(self) -> int:
+        return self.data.size
+
+    def split(self, split_size_or_sections, dim: int = 0) -> tuple:
+        return split(self, split_size_or_sections, dim)
 
     def size(self, dim=None):
         return self.shape if dim is None else self.shape[dim]
 
 
+def _raw(x):
+    return x.data if isinstance(x, Tensor) else x
+
+
 # Ops need Tensor, so they are imported after it; the methods above look them up at call time.
+from minilucid._views import Contiguous, HookHandle, as_view, readable, split  # noqa: E402
 from minilucid.autograd import backward  # noqa: E402
 from minilucid.ops.alike import plain  # noqa: E402
 from minilucid.ops.attention import masked_fill  # noqa: E402

@@ -3,7 +3,7 @@
 from minilucid.nn import functional, init, utils
 from minilucid.nn.activation import Flatten, ReLU, Sigmoid, Tanh
 from minilucid.nn.attention import GELU, Embedding, ModuleList
-from minilucid.nn.container import Sequential
+from minilucid.nn.container import ModuleDict, Sequential
 from minilucid.nn.conv import Conv2d
 from minilucid.nn.dropout import Dropout
 from minilucid.nn.linear import Linear
@@ -28,6 +28,7 @@ __all__ = [
     "MSELoss",
     "MaxPool2d",
     "Module",
+    "ModuleDict",
     "ModuleList",
     "Parameter",
     "ReLU",

@@ -9,8 +9,9 @@ from minilucid.creation import randn
 from minilucid.nn.dropout import dropout
 from minilucid.nn.module import Module
 from minilucid.nn.parameter import Parameter
-from minilucid.ops.attention import check_broadcasts_to, embedding, gelu, masked_fill
-from minilucid.tensor import Tensor
+from minilucid.ops.attention import check_broadcasts_to, embedding, gelu
+from minilucid.ops.sdpa import ScaledDotProductAttention, weights
+from minilucid.tensor import Tensor, float32
 
 
 def scaled_dot_product_attention(
@@ -30,37 +31,36 @@ def scaled_dot_product_attention(
     L, S = _check_attention_shapes(query, key, value)
     if scale is None:
         scale = 1 / math.sqrt(query.shape[-1])
-    scores = (query @ key.transpose(-2, -1)) * scale  # (..., L, S)
+    keep = mask = None  # keep: which pairs attend (bool); mask: added to the scores (float)
     if is_causal:
         if attn_mask is not None:
             raise ValueError(
                 "scaled_dot_product_attention: give attn_mask or is_causal=True, not both"
             )
-        attn_mask = np.tri(L, S, dtype=bool)
+        keep = np.tri(L, S, dtype=bool)
     if attn_mask is not None:
-        mask = np.asarray(attn_mask.data if isinstance(attn_mask, Tensor) else attn_mask)
-        check_broadcasts_to(mask.shape, scores.shape, "scaled_dot_product_attention", "attn_mask")
-        if mask.dtype == bool:
-            scores = masked_fill(scores, ~mask, -math.inf)
-        elif isinstance(attn_mask, Tensor) and attn_mask.dtype == scores.dtype:
-            scores = scores + attn_mask
+        array = np.asarray(attn_mask.data if isinstance(attn_mask, Tensor) else attn_mask)
+        scores_shape = (*np.broadcast_shapes(query.shape[:-2], key.shape[:-2]), L, S)
+        check_broadcasts_to(array.shape, scores_shape, "scaled_dot_product_attention", "attn_mask")
+        if array.dtype == bool:
+            keep = array
         else:
-            scores = scores + mask.astype(scores.dtype)
-    weights = scores.softmax(dim=-1)
-    if dropout_p > 0:
-        weights = dropout(weights, dropout_p, training=True)
-    return weights @ value
+            mask = attn_mask if isinstance(attn_mask, Tensor) else array
+    if dropout_p > 0:  # the weights as ops of their own, so that dropout can act on them
+        return dropout(weights(query, key, scale, keep, mask), dropout_p, training=True) @ value
+    masks = () if mask is None else (mask,)
+    return ScaledDotProductAttention.apply(query, key, value, *masks, scale=scale, keep=keep)
 
 
 class Embedding(Module):
     """A learned table of num_embeddings vectors of size embedding_dim: index i picks row i.
     The weight starts as standard normal numbers, as in PyTorch."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int):
+    def __init__(self, num_embeddings: int, embedding_dim: int, dtype=None):
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
-        self.weight = Parameter(randn(num_embeddings, embedding_dim))
+        self.weight = Parameter(randn(num_embeddings, embedding_dim, dtype=dtype or float32))
 
     def forward(self, input) -> Tensor:  # noqa: A002  (PyTorch's name)
         return embedding(input, self.weight)

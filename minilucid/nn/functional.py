@@ -44,6 +44,8 @@ def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
 def cross_entropy(logits: Tensor, targets) -> Tensor:
     """Mean of -log softmax(logits)[target] over the batch; targets are class indices."""
     targets = np.asarray(targets.data if isinstance(targets, Tensor) else targets)
+    if logits.ndim == 1 and targets.ndim == 0:  # one sample: (classes,) and its class
+        return CrossEntropy.apply(logits.unsqueeze(0), targets.reshape(1))
     return CrossEntropy.apply(logits, targets)
 
 

@@ -8,12 +8,14 @@ tensors to the op that differentiates the same function.
 
 import numpy as np
 
+from minilucid._views import readable
 from minilucid.tensor import Tensor
 
 
 def plain(x):
-    """The array inside a tensor (x itself otherwise): for masks and tests, which need no graph."""
-    return x.data if isinstance(x, Tensor) else x
+    """The array inside a tensor (x itself otherwise): for masks and tests, which need no graph.
+    Under create_graph a backward may read this way only what has no gradient (a mask)."""
+    return readable(x, "plain()") if isinstance(x, Tensor) else x
 
 
 def where(cond, x, y):

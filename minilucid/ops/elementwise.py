@@ -102,17 +102,17 @@ class Pow(Function):
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        # under create_graph a and b may be tensors: masks are computed from their arrays
-        a_, b_ = plain(a), plain(b)
-        if np.ndim(b_) == 0:  # the usual x ** 2, x ** 0.5, ...
-            grad_a = grad * b * a ** (b - 1) if b_ != 0 else grad * 0
+        # under create_graph a and b may be tensors: masks come from comparisons (constants)
+        b_zero = plain(b == 0)
+        if np.ndim(b_zero) == 0:  # the usual x ** 2, x ** 0.5, ...
+            grad_a = grad * b * a ** (b - 1) if not b_zero else grad * 0
         else:
             with np.errstate(divide="ignore", invalid="ignore"):
-                grad_a = where(b_ == 0, 0, grad * b * a ** (b - 1))
+                grad_a = where(b_zero, 0, grad * b * a ** (b - 1))
         if not ctx.needs_input_grad[1]:
             return grad_a, None
         with np.errstate(divide="ignore", invalid="ignore"):
             # defined for a > 0 as in calculus; at a = 0 (b >= 0) 0: the true value for b > 0,
             # PyTorch's convention at b = 0 (where a**b * log(a) tends to -inf)
-            grad_b = where((a_ == 0) & (b_ >= 0), 0, grad * a**b * log(a))
+            grad_b = where(plain(a == 0) & plain(b >= 0), 0, grad * a**b * log(a))
         return grad_a, grad_b

@@ -82,7 +82,10 @@ class Affine(Function):
                 f"{weight.shape[-1] if weight.ndim else '?'}; reshape or flatten the input"
             )
         ctx.save_for_backward(x, weight)
-        out = x @ weight.T
+        if x.ndim > 2:  # one matrix product over all rows: NumPy would loop over the leading dims
+            out = (x.reshape(-1, x.shape[-1]) @ weight.T).reshape(*x.shape[:-1], weight.shape[0])
+        else:
+            out = x @ weight.T
         if bias is None:
             return out
         if np.shape(bias) != weight.shape[:1]:
@@ -102,8 +105,12 @@ class Affine(Function):
         rows, x_rows = grad, x  # (rows, out_features) and (rows, in_features)
         if grad.ndim != 2:
             rows, x_rows = grad.reshape(-1, grad.shape[-1]), x.reshape(-1, x.shape[-1])
-        grad_x = grad @ weight if need_x else None
-        grad_w = rows.T @ x_rows if need_w else None
+        grad_x = (rows @ weight).reshape(x.shape) if need_x else None
+        grad_w = None
+        if need_w:  # summing over many rows, BLAS is faster with the longer side as its rows
+            out_features, in_features = weight.shape
+            flip = out_features < in_features < len(rows)
+            grad_w = (x_rows.T @ rows).T if flip else rows.T @ x_rows
         if not need_b:  # no bias
             return grad_x, grad_w
         return grad_x, grad_w, rows.sum(0) if need_b[0] else None

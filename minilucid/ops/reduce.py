@@ -6,7 +6,7 @@ every number that took part.
 
 import numpy as np
 
-from minilucid._arrays import _axes, _axis
+from minilucid._arrays import checked_axes, checked_axis
 from minilucid.function import Function
 from minilucid.ops.broadcast import expand_to
 
@@ -18,7 +18,7 @@ class Sum(Function):
 
     @staticmethod
     def forward(ctx, a, dim=None, keepdim=False):
-        ctx.in_shape, ctx.axes, ctx.keepdim = a.shape, _axes(dim, a.ndim, "sum"), keepdim
+        ctx.in_shape, ctx.axes, ctx.keepdim = a.shape, checked_axes(dim, a.ndim, "sum"), keepdim
         if a.dtype == np.float16:  # add up in float32, as PyTorch does: float16 runs out early
             return a.sum(axis=ctx.axes, keepdims=keepdim, dtype=np.float32).astype(np.float16)
         return a.sum(axis=ctx.axes, keepdims=keepdim)
@@ -35,16 +35,17 @@ class Mean(Function):
 
     @staticmethod
     def forward(ctx, a, dim=None, keepdim=False):
-        ctx.in_shape, ctx.axes, ctx.keepdim = a.shape, _axes(dim, a.ndim, "mean"), keepdim
-        if a.size == 0:
-            raise ValueError(f"mean: the tensor of shape {a.shape} is empty")
-        return a.mean(axis=ctx.axes, keepdims=keepdim)
+        ctx.in_shape, ctx.axes, ctx.keepdim = a.shape, checked_axes(dim, a.ndim, "mean"), keepdim
+        with np.errstate(invalid="ignore", divide="ignore"):  # over no entries: nan, as PyTorch
+            return np.mean(a, axis=ctx.axes, keepdims=keepdim) if a.size else _empty_mean(a, ctx)
 
     @staticmethod
     def backward(ctx, grad):
         count = np.prod([ctx.in_shape[i] for i in ctx.axes], dtype=np.int64)
         if grad.dtype.itemsize < 4 and type(grad) is np.ndarray:  # float16 ends at 65504:
             share = (_restore(grad, ctx).astype(np.float32) / count).astype(grad.dtype)  # in f32
+        elif count == 0:  # nothing was averaged: the input is empty and so is its gradient
+            share = _restore(grad, ctx) * 0
         else:
             share = _restore(grad, ctx) / grad.dtype.type(count)
         return expand_to(share, ctx.in_shape)
@@ -94,7 +95,7 @@ def argmax(a: np.ndarray, dim=None, keepdim: bool = False) -> np.ndarray:
             raise ValueError(f"argmax: the tensor of shape {a.shape} is empty")
         index = np.asarray(np.argmax(a), dtype=np.int64)
         return index.reshape((1,) * a.ndim) if keepdim else index
-    axis = _axis(dim, a.ndim, "argmax")
+    axis = checked_axis(dim, a.ndim, "argmax")
     if a.ndim == 0:  # one number: its index is 0
         return np.zeros((), dtype=np.int64)
     if a.shape[axis] == 0:
@@ -103,6 +104,14 @@ def argmax(a: np.ndarray, dim=None, keepdim: bool = False) -> np.ndarray:
             "largest entry"
         )
     return np.argmax(a, axis=axis, keepdims=keepdim).astype(np.int64, copy=False)
+
+
+def _empty_mean(a, ctx):
+    """The mean of an empty tensor: nan where the reduced entries are none (as PyTorch), an
+    empty result where the kept dimensions are."""
+    kept = tuple(1 if i in ctx.axes else n for i, n in enumerate(a.shape))
+    out = np.full(kept, np.nan, dtype=a.dtype)
+    return out if ctx.keepdim else np.squeeze(out, ctx.axes)
 
 
 def _restore(grad, ctx):
@@ -118,9 +127,12 @@ def _restore(grad, ctx):
 
 
 def _extreme(ctx, a, dim, keepdim, reduce, op: str):
-    ctx.axes, ctx.keepdim = _axes(dim, a.ndim, op), keepdim
-    if a.size == 0:
-        raise ValueError(f"{op}: the tensor of shape {a.shape} is empty")
+    ctx.axes, ctx.keepdim = checked_axes(dim, a.ndim, op), keepdim
+    if any(a.shape[i] == 0 for i in ctx.axes) or (a.size == 0 and not ctx.axes):
+        raise ValueError(
+            f"{op}: the tensor of shape {a.shape} has no entries along the dimensions reduced "
+            f"{ctx.axes}, so it has no {'largest' if op == 'max' else 'smallest'} entry"
+        )
     out = reduce(a, axis=ctx.axes, keepdims=True)
     hits = a == out
     if out.dtype.kind == "f" and np.isnan(out).any():  # nan wins, and takes the gradient

@@ -5,8 +5,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from minilucid._arrays import checked_axis
 from minilucid.creation import rand
-from minilucid.ops.shape import _axis
 from minilucid.tensor import Tensor
 
 
@@ -20,17 +20,23 @@ class TopK(NamedTuple):
 def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> TopK:  # noqa: A002
     """The k largest entries along dim, largest first (smallest first with largest=False), and
     their int64 indices; the values carry gradients back to where they were taken from."""
-    if x.ndim == 0:
-        raise ValueError("topk: needs a tensor with at least one dimension, got a 0-d tensor")
-    axis = _axis(dim, x.ndim, "topk")
+    if x.ndim == 0:  # one number, as PyTorch: k may be 0 or 1 and the result is 0-d
+        checked_axis(dim, 0, "topk")
+        if k not in (0, 1):
+            raise ValueError(f"topk: k = {k} is out of range for a 0-d tensor; use 0 or 1")
+        values, indices = topk(x.reshape(1), 1, 0, largest, sorted)
+        return TopK(values.reshape(()), indices.reshape(()))
+    axis = checked_axis(dim, x.ndim, "topk")
     size = x.shape[axis]
     if not 0 <= k <= size:
         raise ValueError(
             f"topk: k = {k} is out of range for dim {dim} of size {size} (shape {x.shape}); "
             f"use 0 to {size}"
         )
-    keys = -x.data if largest else x.data
-    order = np.argsort(keys, axis=axis, kind="stable")  # ties: the first index first
+    if largest and x.dtype.kind == "f":  # nan counts as the largest, as in PyTorch (and max)
+        order = np.lexsort((-x.data, ~np.isnan(x.data)), axis=axis)  # stable: ties in order
+    else:  # smallest first; argsort puts nan last, where the largest go
+        order = np.argsort(-x.data if largest else x.data, axis=axis, kind="stable")
     indices = np.take(order, np.arange(k), axis=axis)
     # index every other dimension by its own position, broadcast against `indices`
     grid = list(np.indices(indices.shape, sparse=True))

@@ -5,7 +5,7 @@ Their backward moves the gradient back to where each number came from.
 
 import numpy as np
 
-from minilucid._arrays import _axis
+from minilucid._arrays import checked_axis
 from minilucid.function import Function
 
 
@@ -64,10 +64,14 @@ class GetItem(Function):
     def forward(ctx, a, index):
         index = _plain_index(index)
         if a.ndim == 0 and isinstance(index, int | np.integer):  # also what `for v in t` does
-            raise TypeError(
-                "getitem: iteration over a 0-d tensor (as PyTorch refuses it): a 0-d tensor "
-                "holds one number and has no dimension to index; use .item()"
+            raise IndexError(
+                "getitem: a 0-d tensor holds one number and has no dimension to index (nor to "
+                "iterate over, as in PyTorch); use .item()"
             )
+        if _is_basic(index):  # t[i, j] is a view, as in PyTorch: NumPy gives a 0-d array for
+            parts = index if isinstance(index, tuple) else (index,)  # t[i, j, ...], a number
+            if Ellipsis not in parts:  # for t[i, j]
+                index = (*parts, Ellipsis)
         ctx.in_shape = a.shape
         ctx.index = index
         try:
@@ -138,7 +142,7 @@ class Stack(Function):
             raise ValueError("stack: needs at least one tensor")
         if len({a.shape for a in arrays}) > 1:
             raise ValueError(f"stack: all tensors need the same shape, got {_listed(arrays)}")
-        ctx.dim = _axis(dim, arrays[0].ndim + 1, "stack")  # the new dim is one of ndim + 1
+        ctx.dim = checked_axis(dim, arrays[0].ndim + 1, "stack")  # the new dim is one of ndim + 1
         return np.stack(arrays, axis=ctx.dim)
 
     @staticmethod

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from minilucid._arrays import _axis
+from minilucid._arrays import checked_axis
 from minilucid.function import Function
 from minilucid.ops.alike import exp, sum_kept
 
@@ -14,8 +14,9 @@ class Softmax(Function):
 
     @staticmethod
     def forward(ctx, a, dim=-1):
-        ctx.dim = _axis(dim, a.ndim, "softmax")
-        _check_not_empty(a, ctx.dim, "softmax")
+        ctx.dim = checked_axis(dim, a.ndim, "softmax") if a.ndim else None  # 0-d: one entry
+        if a.ndim:
+            _check_not_empty(a, ctx.dim, "softmax")
         shifted = np.exp(a - a.max(axis=ctx.dim, keepdims=True))  # the largest becomes exp(0)
         out = shifted / shifted.sum(axis=ctx.dim, keepdims=True)
         ctx.save_for_backward(out)
@@ -34,8 +35,9 @@ class LogSoftmax(Function):
 
     @staticmethod
     def forward(ctx, a, dim=-1):
-        ctx.dim = _axis(dim, a.ndim, "log_softmax")
-        _check_not_empty(a, ctx.dim, "log_softmax")
+        ctx.dim = checked_axis(dim, a.ndim, "log_softmax") if a.ndim else None  # 0-d: one entry
+        if a.ndim:
+            _check_not_empty(a, ctx.dim, "log_softmax")
         out = a - logsumexp(a, ctx.dim)
         ctx.save_for_backward(out)
         return out
@@ -49,18 +51,16 @@ class LogSoftmax(Function):
 class CrossEntropy(Function):
     """z = mean_i(-log softmax(a_i)[t_i]);  dz/da_i = (softmax(a_i) - onehot(t_i)) / n"""
 
-    __slots__ = ("targets", "exps", "total")
+    __slots__ = ("targets",)
 
     @staticmethod
     def forward(ctx, logits, targets):
         _check_targets(logits, targets)
         n = len(targets)
         shifted = logits - logits.max(axis=1, keepdims=True)  # exp cannot overflow now
-        exps = np.exp(shifted)
-        total = exps.sum(axis=1, keepdims=True)
-        ctx.save_for_backward(logits)
-        # computed here, kept beside: no one else holds these arrays to change them in place
-        ctx.exps, ctx.total, ctx.targets = exps, total, targets
+        total = np.exp(shifted).sum(axis=1, keepdims=True)
+        ctx.save_for_backward(logits)  # only the input: the softmax is recomputed in backward
+        ctx.targets = targets  # class indices: a constant, version-checked by backward
         # -log softmax(a)[t] = log(sum(exp(a - max))) - (a - max)[t], averaged over the rows
         return (np.log(total).sum() - shifted[np.arange(n), targets].sum()) / n
 
@@ -69,11 +69,13 @@ class CrossEntropy(Function):
         (logits,) = ctx.saved_tensors
         targets, n = ctx.targets, len(ctx.targets)
         rows = np.arange(n)
-        if type(grad) is not np.ndarray:  # create_graph: the softmax recomputed from the logits
+        if type(grad) is not np.ndarray:  # create_graph: the softmax recomputed with ops
             onehot = np.zeros(logits.shape, dtype=logits.dtype)
             onehot[rows, targets] = 1
             return (Softmax.apply(logits, dim=1) - onehot) * (grad / n), None
-        d_logits = ctx.exps / ctx.total  # softmax(a), a fresh array: the rest is in place
+        d_logits = logits - logits.max(axis=1, keepdims=True)  # one fresh array, then in place
+        np.exp(d_logits, out=d_logits)
+        d_logits /= d_logits.sum(axis=1, keepdims=True)  # softmax(a)
         d_logits[rows, targets] -= 1
         d_logits *= grad / n
         return d_logits, None

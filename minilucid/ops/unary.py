@@ -71,7 +71,10 @@ class Abs(Function):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return grad * np.sign(plain(a))  # a constant mask, even when a is a tensor
+        if type(a) is np.ndarray:
+            return grad * np.sign(a)
+        # a tensor under create_graph: the sign from comparisons, a constant
+        return grad * (plain(a > 0).astype(grad.dtype) - plain(a < 0))
 
 
 class Clamp(Function):

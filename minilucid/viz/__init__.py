@@ -23,13 +23,17 @@ def draw_graph(
 ):
     """The forward graph that produced `t`: tensors as boxes, ops as ovals, arrows along the data.
 
-    groups draws a labelled box around each group of tensors (a model clustered by module): a
-    dict {label: tensors}, e.g. {"fc1": [*fc1.parameters(), h1], "fc2": [*fc2.parameters(), y]},
-    or a function tensor -> label or None. Each tensor's op goes in its box, and so does a
-    tensor nobody listed whose consumers are all in one box (a module's inner results).
+    groups draws a labelled frame around each group of tensors (a model clustered by module): a
+    dict {label: tensors}, e.g. {"fc1": [*fc1.parameters(), h1], "fc2": [*fc2.parameters(), y]}
+    or just {"fc1": [*fc1.parameters()], ...}, or a function tensor -> label or None. Each
+    tensor's op goes in its frame, and so do the ops that use a group's parameters and the
+    tensors nobody listed whose consumers are all in one frame (a module's inner results).
     rankdir "auto" draws left to right while that fits a notebook's width, else top to bottom.
-    A grouped graph more than two screens tall is drawn by module, each group one box naming
-    its parameters, ops and output; expand=[label, ...] draws those groups in full (True: all).
+    A grouped graph more than two screens tall is drawn compact: each frame keeps its ops (an
+    inner result is the shape under its op, a parameter one op uses is named in it), then
+    modules are folded into one box each naming their parameters, ops and output (alike
+    modules together) until it fits; expand=[label, ...] keeps those groups open (True: every
+    group drawn in full).
     """
     graph = _Graph(t, max_nodes, max_depth)
     return _Picture(forward_scene(graph, groups, show_values), rankdir, expand=expand)

@@ -5,12 +5,20 @@ right while the picture fits the width of a notebook's output area at full size,
 bottom, and compact nodes (whole values in the tooltips) when even that is too wide.
 """
 
+import re
 from dataclasses import dataclass
 from html import escape
 
 import graphviz
 
-from minilucid.viz._modules import TALL, _module_boxes, _module_edges, _module_height, _module_node
+from minilucid.viz._modules import (
+    TALL,
+    _folded,
+    _folded_label,
+    _module_boxes,
+    _module_edges,
+    _module_node,
+)
 from minilucid.viz._scene import SHOWN, _owner
 
 FILL = {"output": "#fde7a6", "parameter": "#bfe3b8", "leaf": "#e9e9e9", "grad": "#d6efd0"}
@@ -23,6 +31,8 @@ LATER = "#777777"  # a node backward has not reached yet
 CUT = {"color": "#555555", "fontcolor": "#555555", "penwidth": "1.5"}  # a detach() edge
 CHECK = {"ok": "#c8e6c9", "bad": "#f1948a", "error": "#f8c471"}
 FIT = 900  # px: widest picture drawn at full size (a notebook's output area is about 960 px)
+FIT_PX = 940  # ... and widest shown at full size; a wider one is shown smaller
+SIZE = r'<svg width="([\d.]+)pt" height="([\d.]+)pt"'
 
 
 @dataclass(frozen=True)
@@ -31,6 +41,7 @@ class _Layout:
     compact: bool = False
     scale: float = 1.0  # type size: 1 in a notebook, larger for a projector
     collapsed: tuple = ()  # groups drawn as one box each (_modules.py)
+    folded: tuple = ()  # groups whose inner results are drawn in their ops (_modules.py)
 
     def size(self, base: float) -> str:
         return f"{base * self.scale:g}"
@@ -38,8 +49,10 @@ class _Layout:
 
 def _layout(scene, rankdir="auto", scale=1.0, expand=None) -> "_Layout":
     """Left to right if it fits, else top to bottom; compact nodes if neither fits; else the
-    narrowest of these. A grouped forward picture more than two screens tall is drawn by
-    module (each group one box) but for the groups listed in `expand` (True: every group)."""
+    narrowest of these. A grouped forward picture more than two screens tall is drawn compact,
+    each module's inner results folded into its ops, and then with modules folded into one box
+    each (alike modules together, those that save the most height per op hidden first) until
+    it fits, but for the groups listed in `expand` (True: every group stays as it is)."""
     if rankdir != "auto":
         layout = _Layout(rankdir, False, scale)
     else:
@@ -49,15 +62,54 @@ def _layout(scene, rankdir="auto", scale=1.0, expand=None) -> "_Layout":
         layout = fitting[0] if fitting else options[widths.index(min(widths))]
     if not scene.groups or scene.style == "backward" or expand is True:
         return layout
-    if layout.rankdir == "LR" or _tall(scene, layout) <= TALL:
+    if _shown_height(scene, layout) <= TALL:
         return layout
-    collapsed = tuple(label for label in scene.groups if label not in (expand or ()))
-    return _Layout("TB" if rankdir == "auto" else rankdir, False, scale, collapsed)
+    kinds = {}  # modules alike (the same ops in the same order) fold together
+    for label in scene.groups:
+        if label not in (expand or ()):
+            ops = tuple(n.title for n in scene.nodes if n.group == label and n.kind == "op")
+            kinds.setdefault(ops, []).append(label)
+    shut = []
+
+    def drawn(closed) -> "_Layout":
+        rest = tuple(label for label in scene.groups if label not in closed)
+        return _Layout("TB" if rankdir == "auto" else rankdir, True, scale, tuple(closed), rest)
+
+    layout = drawn(shut)
+    height = _shown_height(scene, layout)
+    while height > TALL and kinds:  # fold the modules that save the most height per op hidden
+        tried = [(ops, _shown_height(scene, drawn(shut + labels))) for ops, labels in kinds.items()]
+        best = max(tried, key=lambda pair: (height - pair[1]) / max(len(pair[0]), 1))
+        height = best[1]
+        shut += kinds.pop(best[0])
+        layout = drawn(shut)
+    return layout
 
 
-def _tall(scene, layout: "_Layout") -> float:
+def _shown_height(scene, layout: "_Layout") -> float:
+    """The height in px the picture is shown at in a notebook (a picture wider than the output
+    area is shown narrower); estimated from the labels where Graphviz is missing."""
+    try:
+        svg = graphviz.Source(_dot(scene, layout)).pipe(format="svg", quiet=True).decode()
+    except graphviz.ExecutableNotFound:
+        return _estimated_height(scene, layout)
+    width, height = (float(v) * 4 / 3 for v in re.search(SIZE, svg).groups())
+    smallest = 10 * layout.scale * 4 / 3  # the smallest type, shown at least 11 px tall
+    return height * min(1.0, max(FIT_PX / width, 11 / smallest))
+
+
+def _estimated_height(scene, layout: "_Layout") -> float:
+    """Without Graphviz: rows of the tallest box, ranks apart, every node in full."""
     sizes = {n.key: _box(scene, n, layout) for n in scene.nodes}
-    return _module_height(scene, sizes, _ranks(scene))
+    rank = _ranks(scene)
+    if layout.rankdir == "LR":
+        return max(
+            sum(h for k, (_, h) in sizes.items() if rank[k] == r) for r in set(rank.values())
+        )
+    rows = {}
+    for key, (_, height) in sizes.items():
+        rows[rank[key]] = max(rows.get(rank[key], 0), height)
+    return sum(rows.values()) + 0.35 * 96 * (len(rows) - 1) + 40 * len(scene.groups)
 
 
 def _dot(scene, layout: "_Layout", upto=None, pins=None) -> str:
@@ -76,18 +128,26 @@ def _dot(scene, layout: "_Layout", upto=None, pins=None) -> str:
     upto = _last_step(scene) if upto is None else upto
     clusters = {}
     boxes, owner = _module_boxes(scene, layout.collapsed)
+    folded = _folded(scene, layout.folded)
+    inside = {*folded.values()}
     for node in scene.nodes:
         if node.key in owner:  # drawn as its module's box, where the module's first node is
             box = owner[node.key]
             if box in boxes:
                 dot.node(box, **_module_node(scene, *boxes.pop(box), layout.size(11)))
             continue
+        if node.key in folded:  # an inner result: its op says its shape
+            continue
         group = None if node.group in layout.collapsed else node.group  # the output, alone
         where = _cluster(dot, clusters, group, pins if placed else None)
         attrs = _node(scene, node, layout, upto, frame)
+        if node.kind == "op" and node.key in inside:
+            attrs["label"] = _folded_label(scene, node.key, attrs["label"], folded, layout.size(10))
+            attrs["margin"] = "0.04,0.02"  # an oval just round its lines
         if pins is not None:
             attrs.update(pins.nodes.get(node.key, {}))
         where.node(node.key, **attrs)
+    owner.update(folded)
     if owner:
         for edge, tail, head in _module_edges(scene, owner):
             dot.edge(tail, head, **_edge(scene, edge, upto, layout.compact))
@@ -101,7 +161,7 @@ def _dot(scene, layout: "_Layout", upto=None, pins=None) -> str:
     for sub in clusters.values():
         dot.subgraph(sub)
     note = [scene.note] if scene.note else []
-    if owner:
+    if layout.collapsed:
         note.append("drawn by module: draw_graph(..., expand=[label]) draws a module in full")
     if note:
         dot.attr(label="\n".join(note), labelloc="b", fontcolor="#555555")
@@ -117,7 +177,7 @@ def _digraph(layout: "_Layout") -> graphviz.Digraph:
             "bgcolor": "white",
             "pad": "0.1",
             "nodesep": "0.25",
-            "ranksep": "0.35",
+            "ranksep": "0.2" if layout.folded else "0.35",  # folded: many small ranks
         },
         node_attr={"fontname": "Helvetica", "fontsize": layout.size(11), "style": "filled"},
         edge_attr={

@@ -3,7 +3,7 @@
 import gc
 from collections import deque
 
-from minilucid.autograd import FREED, backward
+from minilucid.autograd import FREED, backward, topological_order
 from minilucid.tensor import Tensor
 
 
@@ -75,21 +75,7 @@ def _walk(root: Tensor, max_nodes: int, max_depth) -> tuple:
 
 def _forward_order(root: Tensor, kept: dict) -> list:
     """The kept tensors, parents before children, in the order the engine's sort visits them."""
-    order, visited = [], {}
-    stack = [(root, False)]
-    while stack:
-        t, expanded = stack.pop()
-        if expanded:
-            order.append(t)
-            continue
-        if id(t) in visited:
-            continue
-        visited[id(t)] = True
-        stack.append((t, True))
-        for p in reversed(kept[id(t)][1]):
-            if id(p) in kept and id(p) not in visited:
-                stack.append((p, False))
-    return order
+    return topological_order(root, lambda t: [p for p in kept[id(t)][1] if id(p) in kept])
 
 
 def _names(tensors: list) -> list:

@@ -38,6 +38,9 @@ def _group_lines(scene) -> list:
     cuts = [e for e in scene.edges if e.kind == "detach"]
     lines = ["cuts (no gradient flows back):"] if cuts else []
     for e in cuts:
+        if e.label == "no_grad":
+            lines.append(f"  {names[e.head]} computed from {names[e.tail]} under no_grad")
+            continue
         how = "=" if e.label == "detach()" else "computed from"
         lines.append(f"  {names[e.head]} {how} {names[e.tail]}.detach()")
     lines += ["clusters:"] if scene.groups else []

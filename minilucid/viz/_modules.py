@@ -1,7 +1,10 @@
-"""A big grouped graph drawn by module: each group one box naming its parameters, ops and output.
+"""A big grouped graph drawn smaller: a module's inner results folded into their ops, and
+modules folded into one box each.
 
 Used by the DOT renderer when a forward picture with groups would stand more than two screens
-tall at full size; `draw_graph(..., expand=[label])` draws the listed groups in full again.
+tall at full size. First each module's frame keeps only its ops (an inner result is named by its
+op's shape line), then modules become one box naming their parameters, ops and output, tallest
+first, until the picture fits; `draw_graph(..., expand=[label])` keeps the listed groups open.
 """
 
 from html import escape
@@ -51,22 +54,57 @@ def _module_node(scene, label: str, members: list, font: str) -> dict:
     }
 
 
+def _folded(scene, groups) -> dict:
+    """{tensor key: the op it is drawn in} for `groups`: an inner result (made by an op, consumed
+    by its own group's ops only) in the op that made it, a parameter consumed by one op in that
+    op. A module's output, the root and the ends of a detach() cut stay boxes."""
+    group = {n.key: n.group for n in scene.nodes}
+    leaving = {n.key for n in scene.nodes if n.title == scene.root and n.kind == "tensor"}
+    made, consumers = set(), {}
+    for edge in scene.edges:
+        if edge.kind == "data" and edge.tail.startswith("op"):
+            made.add(edge.head)
+        elif edge.kind == "data" and edge.tail.startswith("n"):
+            consumers.setdefault(edge.tail, []).append(edge.head)
+            if group[edge.head] != group[edge.tail]:
+                leaving.add(edge.tail)
+        elif edge.kind == "detach":
+            leaving.update((edge.tail, edge.head))
+    into = {}
+    for n in scene.nodes:
+        if n.kind != "tensor" or n.group not in groups or n.key in leaving:
+            continue
+        if n.key in made:
+            into[n.key] = "op" + n.key[1:]
+        elif "parameter" in n.roles and len(consumers.get(n.key, [])) == 1:
+            into[n.key] = consumers[n.key][0]
+    return into
+
+
+def _folded_label(scene, op, label: str, folded: dict, size: str) -> str:
+    """An op's label with what is folded into it: the parameters it uses, the shape it makes."""
+    lines = [escape(label)]
+    lines += [
+        escape(n.title)
+        for n in scene.nodes
+        if folded.get(n.key) == op and n.kind == "tensor" and n.key != "n" + op[2:]
+    ]
+    made = next((n for n in scene.nodes if n.key == "n" + op[2:] and n.key in folded), None)
+    small = [f'<font point-size="{size}">{line}</font>' for line in lines[1:]]
+    if made is not None:
+        small.append(f'<font point-size="{size}">{escape(made.meta.rsplit(" ", 1)[0])}</font>')
+    return "<" + "<br/>".join([lines[0], *small]) + ">"
+
+
 def _module_edges(scene, owner: dict) -> list:
-    """The data edges between what is drawn: members replaced by their box, each pair once."""
+    """The edges between what is drawn: members replaced by their box (or a folded result by its
+    op), each pair once."""
     seen, edges = set(), []
     for edge in scene.edges:
-        if edge.kind != "data":
+        if edge.kind == "grad":
             continue
         tail, head = owner.get(edge.tail, edge.tail), owner.get(edge.head, edge.head)
         if tail != head and (tail, head) not in seen:
             seen.add((tail, head))
             edges.append((edge, tail, head))
     return edges
-
-
-def _module_height(scene, sizes: dict, rank: dict) -> float:
-    """Estimated height in px of the picture drawn top to bottom, every node in full."""
-    rows = {}
-    for key, (_, height) in sizes.items():
-        rows[rank[key]] = max(rows.get(rank[key], 0), height)
-    return sum(rows.values()) + 0.35 * 96 * (len(rows) - 1) + 40 * len(scene.groups)

@@ -9,9 +9,10 @@ PRESENTATION_SCALE = 1.45  # type 45 % larger
 def set_options(*, presentation: bool | None = None) -> None:
     """Change how the pictures made from now on are drawn.
 
-    presentation=True: larger type, and pictures fitted to the notebook area of a 1920x1080
-    screen, width and height (a tall graph is laid out left to right, or compact, first), for a
-    projector. presentation=False: notebook pictures at their natural size.
+    presentation=True: larger type, and pictures fitted to the notebook area that JupyterLab's
+    presentation mode leaves on a 1488x900 or a 1920x1080 screen, width and height (a tall
+    graph is laid out left to right, or compact, first), for a projector.
+    presentation=False: notebook pictures at their natural size.
     """
     if presentation is not None:
         _SETTINGS["presentation"] = bool(presentation)

@@ -139,8 +139,9 @@ class _Picture(_Drawing):
 
         The layouts aim at full size; should one still come out wider than a notebook's output
         area, it is shown a little smaller, but only as far as its type stays 11 px tall. In
-        presentation mode the picture fits the notebook area of a 1920x1080 screen, width and
-        height (the layout chosen so that its type stays at least as large as in a notebook).
+        presentation mode the picture fits the notebook area JupyterLab's presentation mode
+        leaves on a 1488x900 screen (and so on a 1920x1080 one), width and height, in the
+        layout that shows its type largest.
         """
         svg = self._svg()
         width, height = (float(v) for v in re.search(SIZE, svg).groups())
@@ -167,8 +168,8 @@ class _Picture(_Drawing):
 
     def _factor(self, width_pt: float, height_pt: float) -> float:
         """How much larger than its natural size the picture is shown (below 1: smaller)."""
-        if self.fill:
-            return _screen_factor(width_pt, height_pt)
+        if self.fill:  # fitted to the screen, but its type never smaller than in a notebook
+            return max(_screen_factor(width_pt, height_pt), 1 / self.layout.scale)
         return self._shrink(width_pt)
 
     def _shrink(self, width_pt: float) -> float:
@@ -183,9 +184,12 @@ class _Picture(_Drawing):
 SIZE = r'<svg width="([\d.]+)pt" height="([\d.]+)pt"'
 FIT_PX = 940  # a notebook's output area is about 960 px wide
 SMALLEST_PX = 11  # the smallest type a picture may show
-# presentation: JupyterLab's notebook area on a 1920x1080 screen, the file browser open
-SCREEN_PX = (1440, 820)
+# presentation: what JupyterLab's presentation mode leaves of a 1488x900 screen, the file browser
+# open (an output area 1010 px wide, a notebook 779 px high; 1442x959 on a 1920x1080 screen),
+# less a step-through's controls (35 px) and a cell's margins: a picture fits both screens
+SCREEN_PX = (1000, 700)
 GROW = 1.6  # ... where a small picture is shown at most this much larger
+LARGER = 1.4  # presentation type, as displayed, at least this much larger than a notebook's
 
 
 def _screen_factor(width_pt: float, height_pt: float) -> float:
@@ -195,8 +199,8 @@ def _screen_factor(width_pt: float, height_pt: float) -> float:
 
 def _presentation_layout(scene, first, upto=None):
     """A projector's layout: of left to right and top to bottom, the one shown largest on the
-    screen; compact nodes only when neither keeps the type as large as in a notebook (the
-    presentation type scale makes up for the fitting). Without Graphviz: `first`."""
+    screen; compact nodes only when neither shows the type LARGER times as large as in a
+    notebook. Without Graphviz: `first`."""
     best = (0.0, first)
     for compact in (False, True):
         for rankdir in ("LR", "TB"):
@@ -207,7 +211,7 @@ def _presentation_layout(scene, first, upto=None):
                 return first
             factor = _screen_factor(*(float(v) for v in re.search(SIZE, svg).groups()))
             best = max(best, (factor, layout), key=lambda pair: pair[0])
-        if best[0] * first.scale >= 1:
+        if best[0] * first.scale >= LARGER:
             break
     return best[1]
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from minilucid.autograd import FREED
-from minilucid.tensor import Tensor
+from minilucid.tensor import Tensor, _NoGradCut
 from minilucid.viz._format import _constant, _heat, _meta, _roles, _short, _summary, _summed
 
 SHOWN = 4  # contributions listed at a tensor that many children feed
@@ -189,14 +189,15 @@ def _op(graph, i: int, t: Tensor, nodes: list, edges: list) -> None:
 
 
 def _cuts(graph) -> list:
-    """Where detach() cut the graph: a drawn tensor detached from a drawn tensor, or computed
-    from such a detached tensor without recording a graph (`h.detach().max()`), gets a "detach"
-    edge from it."""
+    """Where detach() or no_grad cut the graph: a drawn tensor detached from a drawn tensor,
+    computed from such a detached tensor without recording a graph (`h.detach().max()`), or
+    computed from it under no_grad, gets a "detach" edge from it."""
     edges = []
     for i, t in enumerate(graph.tensors):
         source = None if t._cut is None else t._cut()
         if graph.has(source):
             words = "detach()" if t.data is source.data else "from detach()"
+            words = "no_grad" if isinstance(t._cut, _NoGradCut) else words
             edges.append(_Edge(f"n{graph.index[id(source)]}", f"n{i}", "detach", label=words))
     return edges
 
@@ -214,8 +215,10 @@ def _input_names(op) -> list:
 def _group(scene: "_Scene", graph, groups) -> None:
     """Label each tensor (its op, constants and cuts go with it); unlisted inner tensors join in.
 
-    A tensor nobody listed, made by an op, joins a group when every drawn tensor that consumes it
-    is in that group: a module's intermediate results are boxed with the module.
+    A tensor nobody listed joins a group when its op consumes that group's listed leaves (a
+    module's parameters) and no other group's, or when every drawn tensor that consumes it is in
+    that group: a module's ops and intermediate results are boxed with the module, even when
+    only its parameters were listed.
     """
     if groups is None:
         return
@@ -227,10 +230,17 @@ def _group(scene: "_Scene", graph, groups) -> None:
         labels = [listed.get(id(t)) for t in graph.tensors]
     else:
         labels = [None if groups(t) is None else str(groups(t)) for t in graph.tensors]
-    consumers = {}  # tensor index -> indices of the tensors whose ops consumed it
+    consumers, inputs = {}, {}  # tensor index -> indices of the tensors its op made / consumed
     for e in scene.edges:
         if e.kind == "data" and e.tail.startswith("n") and e.head.startswith("op"):
             consumers.setdefault(int(e.tail[1:]), []).append(int(e.head[2:]))
+            inputs.setdefault(int(e.head[2:]), []).append(int(e.tail[1:]))
+    for i, t in enumerate(graph.tensors):  # an op that uses one group's parameters is its op
+        if labels[i] is None and t._ctx is not None:
+            owners = {labels[j] for j in inputs.get(i, []) if graph.tensors[j]._ctx is None}
+            owners.discard(None)
+            if len(owners) == 1:
+                labels[i] = owners.pop()
     for i in reversed(range(len(graph.tensors))):
         if labels[i] is None and graph.tensors[i]._ctx is not None and consumers.get(i):
             around = {labels[j] for j in consumers[i]}
