@@ -1,27 +1,25 @@
-"""What a person should read after autograde: answers that do what an answer never needs.
+"""What a person should read after autograde: every hand-in that does what an answer never needs.
 
     python -m minilucid_course.audit ~/minilucid-class      (make audit CLASS=~/minilucid-class)
 
-Reads every hand-in in the class's submitted/ folder and, without running anything (Python's
-`ast` on the answer cells), lists each answer cell that
+Reads every cell of every file in the class's submitted/ folder, without running anything, and
+lists, per hand-in:
 
-- reaches into IPython (`get_ipython()`, input or AST transformers, events, exception handlers,
-  the kernel's methods) or Python's own machinery (`__code__`, `__globals__`, `sys.modules`,
-  `builtins`, `gc`, `ctypes`, audit hooks, frames);
-- writes an attribute of something it imported (`np.allclose = ...`, `Tensor.__add__ = ...`,
-  `setattr(module, ...)`), even when it puts it back before the check ends;
-- opens a database, the gradebook or a notebook, imports the checks or nbgrader, starts a
-  program, kills a process or runs text as code (`exec`, `eval`);
-- calls minilucid's own version of what its exercise builds (a `MyAdam` that hands each step to
-  `ml.optim.Adam`, a `my_dropout` that calls `F.dropout`): DELEGATES lists, per exercise, the
-  package's names the answer must not call. The checks cannot always tell (the answer behaves
-  right); a person can.
+- what grading left out of it (`minilucid_course.handin`): cells it added, answer cells whose
+  nbgrader metadata is gone, release cells it changed; notebooks and files the assignment does
+  not have;
+- each answer cell the policy refuses (`minilucid_course.policy`: imports, dunders, frames,
+  `exec`, `open`, the package's own version of the exercise, ...): grading did not run it;
+- what an answer never needs, by Python's `ast` (`findings`): reaching into IPython or the
+  interpreter, writing what it imported, databases, programs, the answer key's file names;
+  classes that redefine how their values compare or convert (`__eq__`, `__float__`,
+  `__array__`, ...);
+- text holding control characters (terminal escape codes, direction overrides).
 
 Then, from the gradebook: every nonzero extra credit and every score set by hand (confirm that
-you set them), and every hand-in whose kernel died, hung or overran (the reason autograde
-recorded). A listing is a reason to read the hand-in, not a verdict; a hand-in can also hide
-what it does from a reader of its source (text built at run time), which the guard and the
-sandbox are there for.
+you set them), and every hand-in that ran past its time or ended its process (the reason
+autograde recorded). Everything a hand-in wrote is printed escaped: no control character of
+its reaches the terminal. A listing is a reason to read the hand-in, not a verdict.
 """
 
 from __future__ import annotations
@@ -30,6 +28,7 @@ import argparse
 import ast
 import importlib
 import sys
+import unicodedata
 from pathlib import Path
 
 from minilucid_course.grading import STOPPED
@@ -83,8 +82,8 @@ DELEGATES = {
     "ex11_3": ("nn.normalization.batch_norm", "nn.normalization.BatchNorm1d"),
     "ex11_4": ("nn.normalization.layer_norm", "nn.normalization.LayerNorm"),
     "ex13_1": ("ops.attention.Embedding", "ops.attention.embedding", "nn.attention.Embedding"),
-    "ex13_2": ("nn.attention.scaled_dot_product_attention",),
-    "ex13_3": ("nn.attention.scaled_dot_product_attention",),
+    "ex13_2": ("nn.attention.scaled_dot_product_attention", "ops.sdpa.ScaledDotProductAttention"),
+    "ex13_3": ("nn.attention.scaled_dot_product_attention", "ops.sdpa.ScaledDotProductAttention"),
 }
 
 IPYTHON = {
@@ -152,8 +151,45 @@ OS_NAMES = {"kill", "killpg", "_exit", "abort", "system", "fork", "execv", "exec
 WORDS = ("gradebook", ".ipynb", "solutions", "source/")
 
 
+CONVERSIONS = {  # special methods a value defines to pass for another value
+    "__eq__",
+    "__ne__",
+    "__float__",
+    "__int__",
+    "__index__",
+    "__bool__",
+    "__array__",
+    "__array_ufunc__",
+    "__array_function__",
+    "__array_interface__",
+    "__hash__",
+    "__del__",
+    "__getattr__",
+    "__getattribute__",
+}
+PLAIN_FILES = {"timestamp.txt"}  # what nbgrader itself writes beside a hand-in
+
+
 def _meta(cell) -> dict:
     return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def shown(text: str) -> str:
+    """`text` safe for a terminal: every control or format character written as an escape."""
+    out = []
+    for ch in str(text):
+        if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 256 else f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _controls(text: str) -> bool:
+    return any(
+        unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp") and ch not in "\n\t\r"
+        for ch in text
+    )
 
 
 def _parse(source: str) -> ast.Module | None:
@@ -260,6 +296,8 @@ def findings(tree: ast.Module, aliases: dict[str, str], grade_id: str) -> list[t
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             if node.func.id in CALLS:
                 out.append((line, f"calls {node.func.id} ({CALLS[node.func.id]})"))
+        elif isinstance(node, ast.FunctionDef) and node.name in CONVERSIONS:
+            out.append((line, f"defines {node.name}: its values may pass for others"))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             words = [w for w in WORDS if w in node.value]
             if words:
@@ -275,10 +313,14 @@ def findings(tree: ast.Module, aliases: dict[str, str], grade_id: str) -> list[t
 
 
 def audit_notebook(path: Path) -> list[str]:
-    """One line per finding in one hand-in: grade_id, line, what."""
+    """One line per finding in the answer cells of one notebook: grade_id, line, what."""
     import nbformat
 
-    nb = nbformat.read(str(path), as_version=4)
+    return audit_notebook_object(nbformat.read(str(path), as_version=4))
+
+
+def audit_notebook_object(nb) -> list[str]:
+    """audit_notebook for a notebook already read."""
     trees = [(c, _parse(c.source)) for c in nb.cells if c.cell_type == "code"]
     aliases = _aliases(t for _c, t in trees if t is not None)
     lines = []
@@ -336,11 +378,45 @@ def stopped(course: Path) -> list[str]:
     return lines
 
 
+def audit_hand_in(path: Path, course: Path) -> list[str]:
+    """One line per finding in one file of a hand-in folder (submitted/<student>/<assignment>)."""
+    import nbformat
+
+    from minilucid_course import handin, policy
+
+    assignment = path.parent.name
+    if path.suffix != ".ipynb":
+        return (
+            []
+            if path.name in PLAIN_FILES
+            else [f"a file the assignment does not have: {path.name}"]
+        )
+    if handin.release_copy(course, assignment, path.stem) is None:
+        return [f"a notebook the assignment does not have: {path.name}"]
+    try:
+        nb = nbformat.read(str(path), as_version=4)
+    except Exception as error:  # noqa: BLE001 - whatever it holds, it is not a notebook
+        return [f"{path.name}: not a notebook nbgrader can read ({type(error).__name__})"]
+    lines = []
+    for index, cell in enumerate(nb.cells):
+        if _controls(cell.get("source", "")):
+            lines.append(f"cell {index + 1}: holds control characters (escape codes?)")
+    rebuilt, notes = handin.rebuild_files(path, course, assignment)
+    lines += notes
+    if rebuilt is not None:
+        for grade_id, found in policy.notebook_violations(rebuilt).items():
+            lines += [f"{grade_id} {v}: refused by the policy, not run" for v in found]
+        lines += audit_notebook_object(rebuilt)
+    return lines
+
+
 def audit(course: Path) -> dict[str, list[str]]:
-    """{section title: lines}; hand-ins are keyed "student/assignment/notebook"."""
+    """{section title: lines}; hand-ins are keyed "student/assignment/file"."""
     out: dict[str, list[str]] = {}
-    for path in sorted((course / "submitted").glob("*/*/*.ipynb")):
-        found = audit_notebook(path)
+    for path in sorted((course / "submitted").glob("*/*/*")):
+        if not path.is_file():
+            continue
+        found = audit_hand_in(path, course)
         if found:
             out[f"{path.parent.parent.name}/{path.parent.name}/{path.name}"] = found
     out["gradebook: extra credit and scores set by hand (confirm you set them)"] = audit_gradebook(
@@ -361,12 +437,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"audit: {course} has no submitted/ folder (is it the class folder?)")
         return 1
     report = audit(course)
-    hand_ins = [k for k, v in report.items() if "/" in k and ":" not in k and v]
-    print(f"{len(hand_ins)} hand-in(s) to read:" if hand_ins else "no hand-in to read")
+    hand_ins = [k for k, v in report.items() if k.count("/") == 2 and v]
+    every = sorted((course / "submitted").glob("*/*/*.ipynb"))
+    if not every:
+        print(f"audit: no hand-ins in {course / 'submitted'} yet (collect them first)")
+    elif hand_ins:
+        print(f"{len(hand_ins)} of {len(every)} hand-in file(s) to read:")
+    else:
+        print(
+            f"no hand-in to read: the {len(every)} hand-in(s) hold only answer cells the policy "
+            "accepts, nothing added or left out, nothing an answer never needs"
+        )
     for title, lines in report.items():
         if lines:
-            print(f"\n{title}")
-            print("\n".join(f"  {line}" for line in lines))
+            print(f"\n{shown(title)}")
+            print("\n".join(f"  {shown(line)}" for line in lines))
     return 0
 
 

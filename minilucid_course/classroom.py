@@ -40,10 +40,11 @@ c.Execute.timeout = 300
 # where release_assignment puts assignments and submit puts hand-ins
 c.Exchange.root = {exchange!r}
 
-# How autograde runs each hand-in (minilucid_course/grading.py, docs/teaching.md): as the user
-# nobody in an empty folder when run as root; {hand_in_timeout} s per hand-in in all; a kernel
-# that dies, hangs or overruns scores 0 from there on with the reason in the cell, and grading
-# goes on; a hand-in that changed the gradebook has it put back and scores 0.
+# How autograde grades each hand-in (minilucid_course/grading.py, docs/teaching.md): rebuilt
+# from the release, its answers read by the policy, run in the sandbox (bubblewrap, never as
+# root, no network, nothing of the class in sight), judged in a process of its own;
+# {hand_in_timeout} s per hand-in in all. Without bubblewrap grading refuses; the line below,
+# uncommented, grades without it and says on every hand-in what that cannot promise.
 from nbgrader.converters.autograde import Autograde as _Autograde
 
 c.Autograde.autograde_preprocessors = [
@@ -51,16 +52,14 @@ c.Autograde.autograde_preprocessors = [
     for _p in _Autograde.class_traits()["autograde_preprocessors"].default()
 ]
 c.HandInExecute.hand_in_timeout = {hand_in_timeout}
-c.HandInExecute.sandbox_user = "nobody"  # "" runs kernels as yourself, even as root
+# c.HandInExecute.without_sandbox = True
 
-# Noise that says nothing to a teacher: nbgrader's own SQLAlchemy session warnings, and each
-# kernel's notice that it talks to autograde over local TCP (its errors still show).
+# Noise that says nothing to a teacher: nbgrader's own SQLAlchemy session warnings.
 import warnings as _warnings
 
 from sqlalchemy.exc import SAWarning as _SAWarning
 
 _warnings.filterwarnings("ignore", r"Object of type <\\w+> not in session", _SAWarning)
-c.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]
 """
 
 STUDENT_CONFIG = """\

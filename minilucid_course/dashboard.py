@@ -30,6 +30,7 @@ COLOURS = {PASS: "#2e7d32", FAIL: "#c62828", NOT_ANSWERED: "#9e9e9e"}
 @dataclass
 class CheckSummary:
     grade_id: str
+    title: str = ""  # the exercise's title from the registry ("" when not in it)
     counts: Counter = field(default_factory=Counter)  # PASS / FAIL / NOT_ANSWERED -> students
     mistakes: Counter = field(default_factory=Counter)  # first line of the message -> students
 
@@ -74,13 +75,42 @@ def verdict(cell, score: float | None, max_score: float) -> tuple[str, str | Non
     points, by the grading's own rules, fails); the cell's error says which mistake.
     """
     error = _error(cell)
+    if score is not None and score >= max_score:
+        return PASS, None
     if error and error[0] in NOT_DONE_ERRORS:
         return NOT_ANSWERED, None
-    if score is not None and score >= max_score and not error:
-        return PASS, None
     if error:
         return FAIL, _mistake(*error)
     return FAIL, "no points, and the check cell shows no error (see the gradebook)"
+
+
+def titles(course: Path, assignment: str, notebook) -> dict[str, str]:
+    """{check cell grade_id: the title of the exercise it checks}, from the registry."""
+    import importlib.util
+
+    from minilucid_course.checks.exercise import all_exercises
+    from minilucid_course.policy import called_checks
+
+    release = course / "release" / assignment
+    if not release.is_dir():
+        release = course / "source" / assignment
+    for module in sorted(release.glob("*.py")):  # an assignment's own exercises (the teacher's)
+        spec = importlib.util.spec_from_file_location(module.stem, module)
+        loaded = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(loaded)
+        except Exception:  # noqa: BLE001 - no titles from a module that does not load
+            continue
+    registry = all_exercises()
+    path = release / f"{notebook.name}.ipynb"
+    if not path.is_file():
+        return {}
+    out = {}
+    for cell in _check_cells(nbformat.read(str(path), as_version=4)):
+        names = [registry[n].title for n in called_checks(cell.source) if n in registry]
+        if names:
+            out[cell.metadata["nbgrader"]["grade_id"]] = " + ".join(dict.fromkeys(names))
+    return out
 
 
 def summarise(course: Path | str) -> list[ChapterSummary]:
@@ -100,9 +130,12 @@ def summarise(course: Path | str) -> list[ChapterSummary]:
             checks: dict[str, CheckSummary] = {}
             handed_in = set()
             for notebook in assignment.notebooks:
+                named = titles(course, assignment.name, notebook)
                 for cell in notebook.grade_cells:
                     if cell.cell_type == "code":
-                        checks.setdefault(cell.name, CheckSummary(cell.name))
+                        checks.setdefault(
+                            cell.name, CheckSummary(cell.name, named.get(cell.name, ""))
+                        )
                 maxima = {c.name: float(c.max_score) for c in notebook.grade_cells}
                 for student in students:
                     path = course / "autograded" / student / assignment.name
@@ -147,18 +180,26 @@ def summarise(course: Path | str) -> list[ChapterSummary]:
     return chapters
 
 
+def name(check: CheckSummary) -> str:
+    """What the teacher reads for a check: its exercise's title, else its grade id."""
+    return f"{check.title} ({check.grade_id})" if check.title else check.grade_id
+
+
 def report(chapters: list[ChapterSummary]) -> str:
-    """The summary as text, one block per chapter."""
+    """The summary as text, one block per chapter; everything from a hand-in escaped."""
+    from minilucid_course.audit import shown
+
     lines = []
     for chapter in chapters:
         lines.append(
-            f"{chapter.assignment}: {chapter.handed_in} of {chapter.students} students handed in"
+            f"{shown(chapter.assignment)}: {chapter.handed_in} of {chapter.students} students "
+            "handed in"
         )
         for check in chapter.checks:
             counts = ", ".join(f"{state} {check.counts[state]}" for state in COLOURS)
-            lines.append(f"  {check.grade_id}: {counts}")
+            lines.append(f"  {shown(name(check))}: {counts}")
             for mistake, n in check.mistakes.most_common():
-                lines.append(f"      {mistake}: {n}")
+                lines.append(f"      {shown(mistake)}: {n}")
         lines.append("")
     return "\n".join(lines)
 
@@ -176,7 +217,7 @@ def _chart(chapter: ChapterSummary) -> str:
         y = i * row + 4
         parts.append(
             f'<text x="{label_width - 8}" y="{y + 15}" text-anchor="end" font-size="13">'
-            f"{html.escape(check.grade_id)}</text>"
+            f"{html.escape(name(check))}</text>"
         )
         x = float(label_width)
         for state, colour in COLOURS.items():
@@ -206,6 +247,8 @@ def _chart(chapter: ChapterSummary) -> str:
 
 def page(chapters: list[ChapterSummary]) -> str:
     """A self-contained HTML page: per chapter its chart and the mistakes per check."""
+    from minilucid_course.audit import shown
+
     body = []
     for chapter in chapters:
         body.append(f"<h2>{html.escape(chapter.assignment)}</h2>")
@@ -215,9 +258,9 @@ def page(chapters: list[ChapterSummary]) -> str:
         for check in chapter.checks:
             if not check.mistakes:
                 continue
-            body.append(f"<h3>{html.escape(check.grade_id)}: the mistakes</h3><ul>")
+            body.append(f"<h3>{html.escape(name(check))}: the mistakes</h3><ul>")
             for mistake, n in check.mistakes.most_common():
-                body.append(f"<li><b>{n}</b> {html.escape(mistake)}</li>")
+                body.append(f"<li><b>{n}</b> {html.escape(shown(mistake))}</li>")
             body.append("</ul>")
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -1,141 +1,72 @@
-"""How `nbgrader autograde` runs a minilucid hand-in: fenced in, on a clock, never dropped.
+"""How `nbgrader autograde` grades a minilucid hand-in: rebuilt, read, run fenced in, judged apart.
 
 The class's nbgrader_config.py (written by `python -m minilucid_course.classroom`) puts
-`HandInExecute` in place of nbgrader's own Execute step. For each hand-in it
+`HandInExecute` in place of nbgrader's own Execute step. No Jupyter kernel runs the hand-in.
+For each hand-in it
 
-1. runs the kernel in a private empty working folder, not in the class folder; when autograde
-   runs as root on Linux, in a mount namespace of its own where the class folder and the
-   course's solutions/ are empty, without capabilities (and as `nobody` where that user can run
-   the course's Python): the hand-in can neither read the answer key (source/, solutions/) or
-   other students' work nor write the gradebook;
-2. gives the whole hand-in a time budget (`hand_in_timeout`) on top of nbgrader's time per cell;
-3. records a hand-in whose kernel dies (its code ended the process, or ran out of memory), stops
-   answering, or runs past its budget: every graded cell from where it stopped scores 0, with the
-   reason as that cell's error, and grading goes on with the next hand-in (nbgrader alone drops
-   such a hand-in and stops with an error at the end);
-4. copies the gradebook before the kernel starts and compares it after: a hand-in that changed it
-   (extra credit, scores, comments) has the gradebook put back and scores 0 on every graded cell.
+1. rebuilds the notebook from the class's release copy (`minilucid_course.handin`): every cell
+   but the answer cells is the release's; answers are matched by grade id; added cells and cells
+   without their release metadata are left out (`make audit` lists them);
+2. reads each answer cell with the static policy (`minilucid_course.policy`): a refused answer
+   cell does not run, and the checks of its exercise fail with the policy's message;
+3. runs the rebuilt cells in order in the sandbox (`minilucid_course.sandbox`: bubblewrap, as an
+   unprivileged user, no network, nothing of the class in sight, limits, every process killed
+   at the end), each check's probe writing plain data to a channel file, with a seed chosen
+   here, per hand-in;
+4. judges that data in a clean process of its own (`python -s -m minilucid_course.judge`), and
+   writes each check cell's output from the verdict: a stream for a pass, an error for a fail.
+   Nothing the hand-in printed or displayed reaches the graded notebook, so nbgrader's points
+   are the judge's alone;
+5. records a hand-in that ran past its time (`hand_in_timeout`) or ended its process: its check
+   cells from where it stopped score 0 with the reason, and grading goes on;
+6. copies the gradebook before and compares it after: should it have changed, it is put back
+   and the hand-in scores 0.
 
-    python -m minilucid_course.grading sandbox HOME [--user U] [--hide DIR ...] -- <kernel command>
+Without bubblewrap and user namespaces grading refuses, naming what is missing;
+`c.HandInExecute.without_sandbox = True` runs hand-ins as plain processes of the grader instead,
+and says on every hand-in what that cannot promise (docs/teaching.md).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import secrets
 import shutil
 import sqlite3
-import stat
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from jupyter_client.manager import AsyncKernelManager
-from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Integer, Unicode
+from traitlets import Bool, Integer
+
+from minilucid_course import handin, policy, sandbox
+from minilucid_course.checks.exercise import CHANNEL, SEED
 
 STOPPED = "HandInStopped"
-SOLUTIONS = Path(__file__).resolve().parents[1] / "solutions"  # the course's answer key
+CHECKS = "minilucid_course.checks"
+REFUSED = "PolicyRefused"
+UNSANDBOXED = (
+    "graded WITHOUT the sandbox (without_sandbox = True): this hand-in ran as the grader's own "
+    "user, could read and write what that user can, reach the network, and leave processes "
+    "behind; only its judged checks are as trustworthy as with the sandbox"
+)
 
 
-class HandInOverTime(Exception):
-    """The hand-in used up its time budget."""
+class SandboxMissing(RuntimeError):
+    """This machine cannot run a hand-in in the sandbox."""
 
 
-def _reachable_by_others(path: Path) -> bool:
-    """Whether a user who is not the owner can read `path` (every folder above it passable)."""
-    path = path.resolve()
-    if not path.exists() or not path.stat().st_mode & stat.S_IROTH:
-        return False
-    return all(p.stat().st_mode & stat.S_IXOTH for p in path.parents)
+def _meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
 
 
-def fence(user: str) -> tuple[bool, str | None]:
-    """(hide the class in a mount namespace?, the user to run kernels as) for this process.
-
-    Only as root on Linux with util-linux's unshare and setpriv: then the kernel sees an empty
-    folder in place of the class and of the course's solutions/, has no capabilities left (it
-    cannot unmount that), and runs as `user` when that user can run the course's Python.
-    """
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return False, None
-    if not all(shutil.which(p) for p in ("unshare", "setpriv", "mount")):
-        return False, None
-    import minilucid
-
-    needed = (Path(sys.executable), Path(minilucid.__file__).parent, Path(__file__).parent)
-    runs = bool(user) and all(_reachable_by_others(p) for p in needed)
-    return True, user if runs else None
-
-
-class SandboxKernelManager(AsyncKernelManager):
-    """Starts the kernel through `sandbox`: in a private empty folder, fenced in where it can be."""
-
-    hidden: tuple[str, ...] = ()  # folders the kernel must not see (set per hand-in)
-    user = ""  # run the kernel as this user ("" for the same user)
-    namespace = False  # hide `hidden` in a mount namespace of its own
-    _home: str | None = None
-
-    def format_kernel_cmd(self, extra_arguments=None):
-        cmd = super().format_kernel_cmd(extra_arguments)
-        self._home = tempfile.mkdtemp(prefix="minilucid-hand-in-")
-        launcher = [sys.executable, "-m", "minilucid_course.grading", "sandbox"]
-        hide = [a for folder in self.hidden for a in ("--hide", folder)] if self.namespace else []
-        own = ["unshare", "--mount", "--propagation", "private", "--"] if self.namespace else []
-        user = ["--user", self.user] if self.user else []
-        return [*own, *launcher, self._home, *user, *hide, "--", *cmd]
-
-    async def _async_cleanup_resources(self, restart: bool = False) -> None:
-        await super()._async_cleanup_resources(restart=restart)
-        if self._home and not restart:
-            shutil.rmtree(self._home, ignore_errors=True)
-            self._home = None
-
-
-def sandbox(home: str, user: str, hide: list[str], command: list[str]) -> None:
-    """Run `command` (a kernel, `-f connection_file`) in `home`, fenced in; never returns."""
-    home_path = Path(home)
-    for item in Path.cwd().iterdir():  # the files beside the notebook (data an assignment ships)
-        if item.is_file() and item.suffix != ".ipynb":
-            shutil.copy(item, home_path / item.name)
-    index = command.index("-f") + 1
-    connection = home_path / "kernel.json"
-    connection.write_text(Path(command[index]).read_text(encoding="utf-8"), encoding="utf-8")
-    command[index] = str(connection)
-    os.chmod(connection, 0o600)
-    os.chdir(home_path)
-    env = {
-        **os.environ,
-        "HOME": home,
-        "IPYTHONDIR": str(home_path / ".ipython"),
-        "MPLCONFIGDIR": str(home_path / ".matplotlib"),
-        "XDG_CACHE_HOME": str(home_path / ".cache"),
-        "JUPYTER_RUNTIME_DIR": str(home_path / ".runtime"),
-    }
-    prefix = []
-    if hide:  # in a mount namespace of our own (unshare): cover each folder with an empty one
-        for path in hide:
-            if Path(path).is_dir():
-                run = ["mount", "-t", "tmpfs", "-o", "size=16k,mode=000", "hidden", path]
-            else:
-                run = ["mount", "--bind", os.devnull, path]
-            subprocess.run(run, check=True)
-        prefix = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"]
-    if user:
-        import pwd
-
-        entry = pwd.getpwnam(user)
-        for folder, _subfolders, files in os.walk(home_path):
-            for name in [folder, *(os.path.join(folder, f) for f in files)]:
-                os.chown(name, entry.pw_uid, entry.pw_gid)
-        ids = [f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--clear-groups"]
-        prefix = [*(prefix or ["setpriv"]), *ids]
-        env.update(USER=user, LOGNAME=user)
-    command = [*prefix, "--", *command] if prefix else command
-    os.execvpe(command[0], command, env)
+def _key(grade_id: str) -> str:
+    return "_".join(grade_id.split("_")[:2])
 
 
 def _dump(path: str) -> list[str] | None:
@@ -155,99 +86,213 @@ def _copy_database(source: Path | str, target: Path | str) -> None:
         target.close()
 
 
-def hidden_from_kernel(gradebook: Path) -> list[str]:
-    """What a kernel must not see: the class folder and the course's solutions/.
+def refusals(nb) -> dict[str, str]:
+    """{answer grade_id: the policy's message} for each answer cell the policy refuses."""
+    return {
+        grade_id: policy.message(found, f"answer {grade_id}")
+        for grade_id, found in policy.notebook_violations(nb).items()
+    }
 
-    When the class folder holds the course's Python or packages (a class made in the repository
-    itself), its gradebook and nbgrader's folders instead.
-    """
-    import minilucid
 
-    course = gradebook.resolve().parent
-    needed = (Path(sys.executable).resolve(), Path(minilucid.__file__).resolve(), Path(__file__))
-    if any(course in p.parents for p in needed):
-        parts = [gradebook, *(course / f for f in ("source", "release", "submitted", "autograded"))]
-        parts += [course / "feedback"]
-    else:
-        parts = [course]
-    return [str(p) for p in [*parts, SOLUTIONS] if p.exists()]
+def check_cells(nb) -> list[tuple[int, object]]:
+    """(index, cell) of every graded code cell that is not an answer."""
+    return [
+        (i, c)
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code" and _meta(c).get("grade") and not _meta(c).get("solution")
+    ]
+
+
+def checks_modules(nb) -> list[str]:
+    """The course's check modules the notebook's own cells import (the judge imports those)."""
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type != "code" or _meta(cell).get("solution"):
+            continue
+        for line in cell.source.splitlines():
+            words = line.split()
+            if len(words) > 1 and words[0] == "from" and words[1].startswith(CHECKS + "."):
+                found.append(words[1])
+    return sorted(set(found))
+
+
+def run_hand_in(nb, files: list[Path], seed: int, timeout: float, use_sandbox: bool = True):
+    """(verdicts, stop reason or None) for a rebuilt notebook: run it fenced in, then judge."""
+    refused = refusals(nb)
+    cells = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        source = cell.source
+        if _meta(cell).get("grade_id") in refused:
+            source = handin.STUB
+        lines = [line for line in source.splitlines() if not line.lstrip().startswith("!")]
+        cells.append({"index": index, "source": "\n".join(lines)})
+    with tempfile.TemporaryDirectory(prefix="minilucid-hand-in-") as scratch:
+        work = Path(scratch) / "work"
+        work.mkdir()
+        for item in files:
+            shutil.copy(item, work / item.name)
+        (work / "cells.json").write_text(json.dumps(cells), encoding="utf-8")
+        (work / "channel").write_bytes(b"")
+        sandbox.prepare(work)
+        argv = [sys.executable, "-s", "-m", "minilucid_course.runner", "cells.json"]
+        env = {
+            CHANNEL: f"{sandbox.INSIDE}/channel",
+            SEED: str(seed),
+            "PYTHONPATH": sandbox.package_path(),  # the course's packages, as grading has them
+        }
+        if use_sandbox:
+            status, _log = sandbox.run(work, argv, env, timeout)
+        else:
+            status = _run_plainly(work, argv, env, timeout)
+        reason = None
+        if status == -9:
+            reason = f"this hand-in ran longer than {timeout:g} s in all"
+        elif status != 0:
+            reason = f"this hand-in ended its process (status {status}) or used up its limits"
+        request = {
+            "seed": seed,
+            "channel": str(work / "channel"),
+            "cells": [],
+            "modules": [str(p) for p in files if p.suffix == ".py"],
+            "imports": checks_modules(nb),
+            "stopped": reason is not None,
+        }
+        for index, cell in check_cells(nb):
+            grade_id = _meta(cell).get("grade_id", "")
+            answers = [g for g in refused if _key(g) == _key(grade_id)]
+            request["cells"].append(
+                {
+                    "index": index,
+                    "checks": policy.called_checks(cell.source),
+                    "refused": refused[answers[0]] if answers else None,
+                }
+            )
+        verdicts = judge(request, Path(scratch))
+    return verdicts, reason, refused
+
+
+def _run_plainly(work: Path, argv: list[str], env: dict, timeout: float) -> int:
+    environment = {**sandbox.ENVIRONMENT, **env, CHANNEL: str(work / "channel"), "HOME": str(work)}
+    process = subprocess.Popen(
+        argv,
+        cwd=work,
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        return process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        return -9
+
+
+def judge(request: dict, scratch: Path) -> list[dict]:
+    """The judge's verdicts, from a fresh Python that no hand-in code has touched."""
+    done = subprocess.run(
+        [sys.executable, "-s", "-m", "minilucid_course.judge"],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        cwd=scratch,
+        env={
+            "PATH": os.defpath,
+            "LANG": "C.UTF-8",
+            "OPENBLAS_NUM_THREADS": "1",
+            "PYTHONPATH": sandbox.package_path(),
+        },
+        timeout=900,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the judge failed: {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout)["verdicts"]
+
+
+def write_outputs(nb, verdicts: list[dict], reason: str | None, refused: dict[str, str]) -> None:
+    """Each check cell's output from its verdict; each refused answer cell shows why."""
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+        if _meta(cell).get("grade_id") in refused:
+            message = refused[_meta(cell)["grade_id"]]
+            cell.outputs = [new_output("error", ename=REFUSED, evalue=message, traceback=[message])]
+    for verdict in verdicts:
+        cell, state, message = nb.cells[verdict["index"]], verdict["state"], verdict["message"]
+        if state == "pass":
+            cell.outputs = [new_output("stream", name="stdout", text=message + "\n")]
+        elif state == "stopped":
+            why = reason or "the hand-in stopped before this cell"
+            cell.outputs = [new_output("error", ename=STOPPED, evalue=why, traceback=[f"✗ {why}"])]
+        else:
+            ename = "NotDone" if state == "not_done" else "CheckFailed"
+            lines = message.splitlines() or ["the check failed"]
+            shown = lines if state == "not_done" else ["✗ " + lines[0], *lines[1:]]
+            cell.outputs = [new_output("error", ename=ename, evalue=message, traceback=shown)]
 
 
 class HandInExecute(Execute):
-    """nbgrader's Execute, fenced in and on a clock; see the module's docstring."""
+    """Grades a hand-in as the module's docstring says, in place of nbgrader's Execute."""
 
     hand_in_timeout = Integer(
-        900, help="Seconds one hand-in may run in all (each cell also has `timeout`)."
+        900, help="Seconds one hand-in may run in all (CPU and wall clock)."
     ).tag(config=True)
-    sandbox_user = Unicode(
-        "nobody", help="When autograde runs as root, run kernels as this user ('' to never)."
+    without_sandbox = Bool(
+        False,
+        help="Grade without bubblewrap where it is missing (weaker: see docs/teaching.md).",
     ).tag(config=True)
-    sandbox = Bool(True, help="Run kernels fenced in (private folder; as root, hidden class).").tag(
-        config=True
-    )
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        namespace, user = fence(self.sandbox_user)
-        self._fence = {"namespace": namespace, "user": user or ""}
-        self._deadline = None
-        self._running = None
-
-    def _get_timeout(self, cell):
-        timeout = super()._get_timeout(cell)
-        if self._deadline is None:
-            return timeout
-        left = self._deadline - time.monotonic()
-        if left <= 0:
-            raise HandInOverTime()
-        return max(1, int(min(timeout or left, left)))
-
-    def preprocess_cell(self, cell, resources, index):
-        self._running = index
-        return super().preprocess_cell(cell, resources, index)
 
     def preprocess(self, nb, resources=None, km=None):
         about = (resources or {}).get("nbgrader", {})
         who = f"{about.get('student', '?')}/{about.get('assignment', '?')}"
         gradebook = about.get("db_url", "").removeprefix("sqlite:///")
-        hidden = hidden_from_kernel(Path(gradebook)) if gradebook else []
-        if self.sandbox:
-            self.kernel_manager_class = type(
-                "SandboxKernelManager", (SandboxKernelManager,), {**self._fence, "hidden": hidden}
+        course = Path(gradebook).parent if gradebook else Path.cwd()
+        use_sandbox = True
+        lacks = sandbox.missing()
+        if lacks and not self.without_sandbox:
+            raise SandboxMissing(
+                "minilucid grades hand-ins only in its sandbox, and this machine lacks: "
+                + "; ".join(lacks)
+                + " (docs/teaching.md says what a grading machine needs)"
             )
+        if lacks:
+            use_sandbox = False
+            self.log.warning("%s: %s", who, UNSANDBOXED)
+        found = handin.release_copy(course, about.get("assignment", ""), about.get("notebook", ""))
+        if found is None:
+            raise RuntimeError(f"{who}: no release copy of this notebook in {course}")
+        import nbformat
+
+        release = nbformat.read(str(found[0]), as_version=4)
+        rebuilt, notes = handin.rebuild(nb, release, found[1])
+        for note in notes:
+            self.log.info("%s: %s", who, note)
+        # the files an assignment ships beside the notebook: the release's, never the hand-in's
+        files = [p for p in found[0].parent.iterdir() if p.is_file() and p.suffix != ".ipynb"]
         before = _dump(gradebook)
+        started = time.monotonic()
         with tempfile.TemporaryDirectory() as scratch:
             copy = Path(scratch) / "gradebook.db"
             if before is not None:
                 _copy_database(gradebook, copy)
-            self._deadline = time.monotonic() + self.hand_in_timeout
-            self._running = None
-            try:
-                nb, resources = super().preprocess(nb, resources, km)
-            except (KeyboardInterrupt, SystemExit):
-                raise
-            except Exception as error:  # noqa: BLE001 - every way a hand-in stops is recorded
-                reason = self._reason(error)
-                self.log.warning("%s: %s; its graded cells from there on score 0", who, reason)
-                stop(nb, self._running or 0, reason)
-            finally:
-                self._deadline = None
+            seed = secrets.randbelow(2**31)
+            verdicts, reason, refused = run_hand_in(
+                rebuilt, files, seed, self.hand_in_timeout, use_sandbox
+            )
+            write_outputs(rebuilt, verdicts, reason, refused)
+            if reason:
+                self.log.warning("%s: %s; its check cells from there on score 0", who, reason)
             if before is not None and _dump(gradebook) != before:
                 _copy_database(copy, gradebook)
-                reason = "this hand-in changed the gradebook (now put back as it was)"
+                reason = "the gradebook changed while this hand-in ran (now put back as it was)"
                 self.log.warning("%s: %s; all its graded cells score 0", who, reason)
-                stop(nb, 0, reason)
+                stop(rebuilt, 0, reason)
+        self.log.info("%s: graded in %.1f s", who, time.monotonic() - started)
+        nb.cells = rebuilt.cells
         return nb, resources
-
-    def _reason(self, error: Exception) -> str:
-        if isinstance(error, HandInOverTime):
-            return f"this hand-in ran longer than {self.hand_in_timeout} s in all"
-        if isinstance(error, DeadKernelError):
-            return "the kernel died running this hand-in (its code ended Python, or used up memory)"
-        if isinstance(error, (CellTimeoutError, TimeoutError, RuntimeError)):
-            return "the kernel stopped responding, even to an interrupt"
-        text = str(error).strip().splitlines()
-        return f"grading stopped: {type(error).__name__}" + (f": {text[0]}" if text else "")
 
 
 def stop(nb, index: int, reason: str) -> None:
@@ -259,22 +304,3 @@ def stop(nb, index: int, reason: str) -> None:
             cell.outputs.append(
                 new_output("error", ename=STOPPED, evalue=reason, traceback=[f"✗ {reason}"])
             )
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) < 3 or argv[0] != "sandbox" or "--" not in argv:
-        print(__doc__.rstrip().splitlines()[-1].strip(), file=sys.stderr)
-        return 2
-    split = argv.index("--")
-    options, command = argv[2:split], argv[split + 1 :]
-    pairs = dict(zip(options[::2], options[1::2], strict=False))
-    hide = [
-        value for flag, value in zip(options[::2], options[1::2], strict=False) if flag == "--hide"
-    ]
-    sandbox(argv[1], pairs.get("--user", ""), hide, command)
-    return 1  # sandbox() replaces this process with the kernel
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -5,7 +5,8 @@
 #   1. create .venv with Python 3.10+ (PYTHON=python3.12 make setup picks another interpreter)
 #   2. install the engine with the extras asked for, then the course package (editable):
 #      EXTRAS=course (make lab: what learning needs), course,test (make test, make setup),
-#      course,teacher (make teacher, make class: nbgrader); .venv/.installed records what is in
+#      course,teacher (make teacher, make class: nbgrader), course,test,hub (make hub-test:
+#      JupyterHub and the test tools); .venv/.installed records what is in
 #   3. check for Graphviz's `dot` (installed with apt when we are root on Debian/Ubuntu)
 #   4. trust the stored notebooks, so JupyterLab shows their pictures
 #
@@ -76,6 +77,7 @@ needs_install=0
 dists="jupyterlab graphviz"
 grep -qx test <<<"$have_extras" && dists="$dists nbval nbgrader pytest-xdist ruff"
 grep -qx teacher <<<"$have_extras" && dists="$dists nbgrader"
+grep -qx hub <<<"$have_extras" && dists="$dists jupyterhub nbgitpuller"
 # still installed, and the package imported from this folder (not a moved or stale copy)?
 [ "$needs_install" = 1 ] || "$PY" - $dists >/dev/null 2>&1 <<'PYCHECK' || needs_install=1
 import importlib.metadata as md, os, sys
@@ -140,6 +142,15 @@ if ! have dot; then
     "$PY" -c 'from minilucid.graphviz_install import graphviz_install_hint as h; print(h())' \
         | sed 's/^/setup: /'
     say "Everything else works without it."
+fi
+
+# --- 3b. bubblewrap, the sandbox grading runs hand-ins in (the teacher's tools and the tests) --
+if grep -qx -e teacher -e test <<<"$wanted" && ! have bwrap; then
+    if is_root && have apt-get; then
+        say "installing bubblewrap (grading's sandbox) with apt-get"
+        apt-get update -qq && apt-get install -y -qq bubblewrap || true
+    fi
+    have bwrap || say "grading needs bubblewrap: sudo apt-get install bubblewrap (Linux only)"
 fi
 
 # --- 4. JupyterLab settings for the course: no news pop-up over the chapters -------------------

@@ -1,7 +1,8 @@
-"""The exercises' checks: one module per chapter (chNN), the helpers they share (common), and
-the guard that keeps grading honest in a notebook (guard; installed when this package is
+"""The exercises' checks: one module per chapter (chNN), the registry every exercise is in
+(exercise), the plain data between a probe and its judge (plain), the helpers they share
+(common), and what the checks need in a learner's notebook (lab; installed when this package is
 imported inside IPython, a no-op elsewhere)."""
 
-from minilucid_course.checks.guard import install
+from minilucid_course.checks.lab import install
 
 install()

@@ -8,10 +8,18 @@ import numpy as np
 
 from minilucid.function import Function
 from minilucid.numerical import numerical_grad
+from minilucid.ops.broadcast import sum_to_shape
 from minilucid.ops.elementwise import Div, Mul
 from minilucid.tensor import Tensor
 from minilucid.viz import draw_graph
-from minilucid_course.checks.common import call, cases_of, frozen, number
+from minilucid_course.checks.common import (
+    attempt,
+    cases_of,
+    frozen,
+    judged_entry,
+    number,
+)
+from minilucid_course.checks.exercise import LAB_SEED, Exercise, Wrong, register
 
 
 def _count(name: str, right: bool | None = None) -> int:
@@ -37,18 +45,8 @@ def _arrays(seed: int, *shapes, positive=False, away_from_zero=False):
     return out
 
 
-def _backward_through(op, name, leaves, extra, weights):
-    """Build op.apply(*leaves, *extra) in a real graph and run minilucid's backward on it."""
-
-    def run():
-        out = op.apply(*leaves, *extra)
-        out.backward(gradient=weights)
-        return out
-
-    return call(f"{name}, used in a graph by minilucid's backward,", run)
-
-
-def _compare(name, input_name, got, expected, shapes_note, hint=None) -> None:
+def _compare(name, input_name, got, expected, shapes_note, mistakes=()) -> None:
+    """`mistakes`: (what the mistake is, the gradient it gives) pairs, named when one fits."""
     if got is None:
         raise AssertionError(
             f"{name}.backward gave no gradient for input {input_name} ({shapes_note}). "
@@ -69,52 +67,132 @@ def _compare(name, input_name, got, expected, shapes_note, hint=None) -> None:
         )
         if np.allclose(got, -expected, rtol=1e-5, atol=1e-6):
             message += " Every entry has the wrong sign."
-        elif hint:
-            message += " " + hint
+        else:
+            for what, wrong in mistakes:
+                if wrong.shape == got.shape and np.allclose(got, wrong, rtol=1e-5, atol=1e-6):
+                    message += f" Every entry equals {what}."
+                    break
         raise AssertionError(message)
 
 
-def _check_binary(op, name, reference, cases, hints, forward_given=True):
-    """cases: (seed, shape a, shape b, array options). reference(a, b) uses minilucid's ops."""
-    for seed, shape_a, shape_b, options in cases:
-        a_data, b_data = _arrays(seed, shape_a, shape_b, **options)
+def _binary_case(seed: int, shift: int, shape_a, shape_b, options):
+    """The arrays of one case: a, b, and the gradient arriving from above."""
+    a_data, b_data = _arrays(seed + shift, shape_a, shape_b, **options)
+    (weights,) = _arrays(seed + shift + 100, np.broadcast_shapes(shape_a, shape_b))
+    return a_data, b_data, weights
+
+
+def _run_in_graph(op, inputs, weights):
+    """op.apply(*inputs) in a graph, minilucid's backward run on it; the output's values."""
+    out = op.apply(*inputs)
+    out.backward(gradient=weights)
+    return np.array(out.data, dtype=np.float64)
+
+
+def _grad_of(t):
+    g = t.grad
+    return np.array(g, dtype=np.float64) if isinstance(g, np.ndarray | np.generic) else None
+
+
+def _probe_binary(cases, op):
+    """Per case: the op's output and both inputs' gradients after minilucid's backward ran it
+    in a real graph; the probe stops at the first case the learner's code raises on."""
+    runs = []
+    for seed, shape_a, shape_b, options in cases["cases"]:
+        a_data, b_data, weights = _binary_case(seed, cases["shift"], shape_a, shape_b, options)
+        a = Tensor(a_data.copy(), requires_grad=True, name="a")
+        b = Tensor(b_data.copy(), requires_grad=True, name="b")
+        record = attempt(_run_in_graph, op, (a, b), weights)
+        if record[0] == "raised":
+            runs.append({"raised": list(record)})
+            break
+        runs.append({"out": record[1], "a": _grad_of(a), "b": _grad_of(b)})
+    name = getattr(op, "__name__", None)
+    is_op = isinstance(op, type) and issubclass(op, Function)
+    return {
+        "name": name if isinstance(name, str) else "op",
+        "is_op": is_op,
+        "type": type(op).__name__,
+        "runs": runs,
+    }
+
+
+def _judge_binary(cases, data, reference, mistakes, forward_given=True) -> str:
+    """What a binary op's probe data says against central differences; the op's name."""
+    name = data.get("name") if isinstance(data, dict) else None
+    runs = data.get("runs") if isinstance(data, dict) else None
+    if not isinstance(name, str) or not isinstance(runs, list) or not runs:
+        raise Wrong("the results of your answer hold no runs of your op")
+    if type(data.get("is_op")) is not bool or not isinstance(data.get("type"), str):
+        raise Wrong("the results of your answer do not say what your op is")
+    name = name[:40]
+    if len(runs) > len(cases["cases"]):
+        raise Wrong("the results of your answer hold more runs than the check has cases")
+    for (seed, shape_a, shape_b, options), run in zip(cases["cases"], runs, strict=False):
         out_shape = np.broadcast_shapes(shape_a, shape_b)
-        (weights,) = _arrays(seed + 100, out_shape)
         note = (
             f"Inputs: a of shape {shape_a}, b of shape {shape_b}; the gradient arriving from "
             f"above was a random array of shape {out_shape}"
         )
-        a = Tensor(a_data.copy(), requires_grad=True, name="a")
-        b = Tensor(b_data.copy(), requires_grad=True, name="b")
-        out = _backward_through(op, name, (a, b), (), weights)
+        judged_entry(run, note, f"{name}, used in a graph by minilucid's backward,")
+        a_data, b_data, weights = _binary_case(seed, cases["shift"], shape_a, shape_b, options)
+        out = run.get("out")
+        if not isinstance(out, np.ndarray) or out.dtype.kind not in "biuf":
+            raise Wrong(f"{name}.forward gave no array of numbers ({note})")
         expected_out = reference(Tensor(a_data), Tensor(b_data)).data
-        if out.data.shape != expected_out.shape or not np.allclose(out.data, expected_out):
+        if out.shape != expected_out.shape or not np.allclose(out, expected_out):
             index = (
-                tuple(int(i) for i in np.argwhere(~np.isclose(out.data, expected_out))[0])
-                if out.data.shape == expected_out.shape
+                tuple(int(i) for i in np.argwhere(~np.isclose(out, expected_out))[0])
+                if out.shape == expected_out.shape
                 else None
             )
-            raise AssertionError(
-                f"{name}.forward no longer computes the right values ({note}); "
-                "leave forward as it was given."
+            raise Wrong(
+                f"{name}.forward no longer computes the right values ({note}); the forward "
+                "was given"
                 if forward_given
                 else f"{name}.forward computes the wrong values ({note}): "
                 + (
-                    f"shape {out.data.shape}, expected {expected_out.shape}"
+                    f"shape {out.shape}, expected {expected_out.shape}"
                     if index is None
-                    else f"{_entry(index)} is {number(out.data[index])}, "
+                    else f"{_entry(index)} is {number(out[index])}, "
                     f"expected {number(expected_out[index])}"
                 )
-                + "."
             )
         grads = numerical_grad(reference, [Tensor(a_data), Tensor(b_data)], grad_output=weights)
-        _compare(name, "a", a.grad, grads[0], note, hints.get("a"))
-        _compare(name, "b", b.grad, grads[1], note, hints.get("b"))
-    return _picture(
-        op,
-        Tensor([1.0, 2.0, 3.0], requires_grad=True, name="a"),
-        Tensor(2.0, requires_grad=True, name="b"),
+        wrong = mistakes(a_data, b_data, weights)
+        wrong = {
+            k: [(what, sum_to_shape(g, x.shape)) for what, g in v]
+            for (k, v), x in zip(wrong.items(), (a_data, b_data), strict=True)
+        }
+        for key, expected in zip("ab", grads, strict=True):
+            got = run.get(key)
+            if got is not None and not isinstance(got, np.ndarray):
+                raise Wrong(f"the results of your answer hold no gradient for {key}")
+            try:
+                _compare(name, key, got, expected, note, wrong[key])
+            except AssertionError as error:
+                raise Wrong(str(error)) from None
+    if len(runs) < len(cases["cases"]):
+        raise Wrong("the results of your answer hold fewer runs than the check has cases")
+    return name
+
+
+def _show_binary(op) -> None:
+    """Lab only: the learner's op in a small graph, drawn."""
+    from IPython.display import display
+
+    display(
+        _picture(
+            op,
+            Tensor([1.0, 2.0, 3.0], requires_grad=True, name="a"),
+            Tensor(2.0, requires_grad=True, name="b"),
+        )
     )
+
+
+def _binary_cases(seed: int, options: dict, extra=()) -> dict:
+    found = [(s, sa, sb, dict(options)) for s, sa, sb, _ in cases_of(__name__, "_BINARY_CASES")]
+    return {"cases": found + list(extra), "shift": 0 if seed == LAB_SEED else seed % 100_003}
 
 
 def _picture(op, *inputs):
@@ -135,87 +213,229 @@ _BINARY_CASES = frozen(
 )
 
 
-def check_mul_backward(op):
-    """Run `op` (z = a * b) in real graphs with broadcasting; return a picture of it in use."""
-    hints = {
-        "a": "dz/da is b: multiply the incoming gradient by the saved b (not a).",
-        "b": "dz/db is a: multiply the incoming gradient by the saved a (not b).",
+def _mul_mistakes(a, b, g):
+    return {
+        "a": [("the incoming gradient times a itself", g * a + 0 * b)],
+        "b": [
+            ("the incoming gradient times b itself", g * b + 0 * a),
+            (
+                "the incoming gradient times a and times b: grad was multiplied by b in place "
+                "before a's share was taken from it",
+                g * b * a,
+            ),
+        ],
     }
-    out = _check_binary(
-        op, op.__name__, lambda a, b: a * b, cases_of(__name__, "_BINARY_CASES"), hints
+
+
+def _judge_mul(cases, data) -> str:
+    name = _judge_binary(cases, data, lambda a, b: a * b, _mul_mistakes)
+    return f"✓ {name}.backward agrees with central differences on 3 graphs, 6 gradients"
+
+
+MUL = register(
+    Exercise(
+        check="check_mul_backward",
+        chapter="02",
+        title="Mul's backward",
+        probe=_probe_binary,
+        judge=_judge_mul,
+        cases=lambda seed: _binary_cases(seed, {}),
+        forbidden=("Mul",),
+        after=_show_binary,
     )
-    print(f"✓ {op.__name__}.backward agrees with central differences on 3 graphs, 6 gradients")
-    return out
+)
+check_mul_backward = MUL.lab_check
 
 
-def check_div_backward(op):
-    """Run `op` (z = a / b) in real graphs with broadcasting; return a small graph using it."""
-    cases = [
-        (s, sa, sb, {"away_from_zero": True})
-        for s, sa, sb, _ in cases_of(__name__, "_BINARY_CASES")
-    ]
-    hints = {
-        "a": "dz/da is 1 / b.",
-        "b": "dz/db is -a / b**2: the b of the denominator is squared, and the sign is minus.",
+def _div_mistakes(a, b, g):
+    return {
+        "a": [("the incoming gradient times b", g * b + 0 * a)],
+        "b": [
+            ("the incoming gradient times -a / b, where b is not squared", -g * a / b),
+            ("the incoming gradient divided by b, the gradient of a", g / b + 0 * a),
+            (
+                "the incoming gradient times -a / b**3: grad was divided by b in place before "
+                "b's share was taken from it",
+                -g * a / b**3,
+            ),
+        ],
     }
-    out = _check_binary(op, op.__name__, lambda a, b: a / b, cases, hints)
-    print(f"✓ {op.__name__}.backward agrees with central differences on 3 graphs, 6 gradients")
-    return out
 
 
-def check_pow_backward(op):
-    """Run `op` (z = a ** p, p a plain number) in real graphs; return a small graph using it."""
-    name = op.__name__
-    for seed, shape, p in [(0, (3, 4), 3), (1, (5,), 0.5), (2, (2, 3), -2.0), (3, (), 1)]:
-        (a_data,) = _arrays(seed, shape, positive=True)
-        (weights,) = _arrays(seed + 100, shape)
+def _judge_div(cases, data) -> str:
+    name = _judge_binary(cases, data, lambda a, b: a / b, _div_mistakes)
+    return f"✓ {name}.backward agrees with central differences on 3 graphs, 6 gradients"
+
+
+DIV = register(
+    Exercise(
+        check="check_div_backward",
+        chapter="02",
+        title="Div's backward",
+        probe=_probe_binary,
+        judge=_judge_div,
+        cases=lambda seed: _binary_cases(seed, {"away_from_zero": True}),
+        forbidden=("Div",),
+        after=_show_binary,
+    )
+)
+check_div_backward = DIV.lab_check
+
+
+_POW_CASES = frozen(
+    __name__, "_POW_CASES", [(0, (3, 4), 3), (1, (5,), 0.5), (2, (2, 3), -2.0), (3, (), 1)]
+)
+
+
+def _pow_case(seed: int, shift: int, shape):
+    (a_data,) = _arrays(seed + shift, shape, positive=True)
+    (weights,) = _arrays(seed + shift + 100, shape)
+    return a_data, weights
+
+
+def _probe_pow(cases, op):
+    """Per case: a ** p and a's gradient after minilucid's backward ran the op in a graph."""
+    runs = []
+    for seed, shape, p in cases_of(__name__, "_POW_CASES"):
+        a_data, weights = _pow_case(seed, cases["shift"], shape)
+        a = Tensor(a_data.copy(), requires_grad=True, name="a")
+        record = attempt(_run_in_graph, op, (a, p), weights)
+        if record[0] == "raised":
+            runs.append({"raised": list(record)})
+            break
+        runs.append({"out": record[1], "a": _grad_of(a)})
+    name = getattr(op, "__name__", None)
+    return {"name": name if isinstance(name, str) else "op", "runs": runs}
+
+
+def _judge_pow(cases, data) -> str:
+    found = cases_of(__name__, "_POW_CASES")
+    name = data.get("name") if isinstance(data, dict) else None
+    runs = data.get("runs") if isinstance(data, dict) else None
+    if not isinstance(name, str) or not isinstance(runs, list) or not runs or len(runs) > 4:
+        raise Wrong("the results of your answer hold no runs of your op")
+    name = name[:40]
+    for (seed, shape, p), run in zip(found, runs, strict=False):
         note = (
             f"Input a of shape {shape} with positive entries, exponent p = {p!r}; the gradient "
             f"arriving from above was a random array of shape {shape}"
         )
-        a = Tensor(a_data.copy(), requires_grad=True, name="a")
-        out = _backward_through(op, name, (a,), (p,), weights)
-        if not np.allclose(out.data, a_data**p):
-            raise AssertionError(f"{name}.forward no longer computes a ** p ({note}).")
+        judged_entry(run, note, f"{name}, used in a graph by minilucid's backward,")
+        a_data, weights = _pow_case(seed, cases["shift"], shape)
+        out, got = run.get("out"), run.get("a")
+        if not isinstance(out, np.ndarray) or out.shape != np.shape(a_data**p):
+            raise Wrong(f"{name}.forward no longer computes a ** p ({note})")
+        if not np.allclose(out, a_data**p):
+            raise Wrong(f"{name}.forward no longer computes a ** p ({note})")
+        if got is not None and not isinstance(got, np.ndarray):
+            raise Wrong("the results of your answer hold no gradient for a")
         (expected,) = numerical_grad(lambda t, p=p: t**p, [Tensor(a_data)], grad_output=weights)
-        hint = "dz/da is p * a ** (p - 1): the exponent drops by one and p comes down in front."
-        _compare(name, "a", a.grad, expected, note, hint)
-    a = Tensor([1.0, 2.0, 3.0], requires_grad=True, name="a")
-    print(f"✓ {name}.backward agrees with central differences for p = 3, 0.5, -2 and 1")
-    return _picture(op, a, 2)
+        mistakes = [
+            ("the incoming gradient times a ** (p - 1), without p", weights * a_data ** (p - 1)),
+            (
+                "the incoming gradient times p * a ** p, the exponent unchanged",
+                weights * p * a_data**p,
+            ),
+        ]
+        try:
+            _compare(name, "a", got, expected, note, mistakes)
+        except AssertionError as error:
+            raise Wrong(str(error)) from None
+    if len(runs) < len(found):
+        raise Wrong("the results of your answer hold fewer runs than the check has cases")
+    return f"✓ {name}.backward agrees with central differences for p = 3, 0.5, -2 and 1"
 
 
-def check_numerical_grad(fn) -> None:
-    """`fn(f, x, eps)` must return the central-difference gradient of a float-valued f."""
+def _show_pow(op) -> None:
+    """Lab only: the learner's op in a small graph, drawn."""
+    from IPython.display import display
+
+    display(_picture(op, Tensor([1.0, 2.0, 3.0], requires_grad=True, name="a"), 2))
+
+
+POW = register(
+    Exercise(
+        check="check_pow_backward",
+        chapter="02",
+        title="Pow's backward",
+        probe=_probe_pow,
+        judge=_judge_pow,
+        cases=lambda seed: {"shift": 0 if seed == LAB_SEED else seed % 100_003},
+        forbidden=("Pow",),
+        after=_show_pow,
+    )
+)
+check_pow_backward = POW.lab_check
+
+
+def _central_cases(seed: int) -> dict:
+    """x0 and w of the three functions (the lab's fixed ones at seed 0), and eps."""
     x0 = np.array([[1.5, -2.0, 0.5], [3.0, -1.0, 2.5]])
     w = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+    if seed != LAB_SEED:
+        rng = np.random.default_rng(seed)
+        x0 = np.round(rng.uniform(-3.0, 3.0, size=x0.shape), 2)
+        w = np.round(rng.uniform(-2.0, 2.0, size=w.shape), 2)
+    return {"x0": x0, "w": w, "eps": 1e-3}
+
+
+def _central_functions(cases) -> list:
+    """(label, f, exact gradient at x0) for the three functions of the check."""
+    x0, w = cases["x0"], cases["w"]
     corner = np.zeros_like(x0)
     corner[0, 0], corner[1, 2] = x0[1, 2], x0[0, 0]
-    cases = [
+    return [
         ("f(x) = sum(x**3)", lambda x: float((x**3).sum()), 3 * x0**2),
         ("f(x) = sum(w * x) ** 2", lambda x: float((w * x).sum() ** 2), 2 * (w * x0).sum() * w),
         ("f(x) = x[0, 0] * x[1, 2]", lambda x: float(x[0, 0] * x[1, 2]), corner),
     ]
-    eps = 1e-3
-    for label, f, exact in cases:
-        x = x0.copy()
-        got = call(
-            f"your numerical gradient, on {label} with x of shape {x0.shape} and eps = {eps},",
-            fn,
-            f,
-            x,
-            eps,
+
+
+def _engine_function(x):
+    return float(((x * x - x / 2.0) ** 2).sum())
+
+
+def _probe_central(cases, fn):
+    """Per function: ("raised", ...) or the learner's gradient, and whether x came back as it
+    went in; then the learner's gradient of (a*a - a/2)**2 at x0 (for the ✓ line)."""
+    runs = []
+    for _, f, _ in _central_functions(cases):
+        x = cases["x0"].copy()
+        record = attempt(fn, f, x, cases["eps"])
+        if record[0] == "raised":
+            runs.append({"raised": list(record)})
+            return {"runs": runs}
+        got = attempt(lambda r=record[1]: np.array(r, dtype=np.float64))
+        runs.append(
+            {
+                "grad": got[1] if got[0] == "ok" else "not numbers",
+                "x_kept": bool(np.array_equal(x, cases["x0"])),
+            }
         )
-        if not np.array_equal(x, x0):
-            raise AssertionError(
-                f"after computing the gradient of {label}, x was changed: put each entry back "
-                "to its old value after nudging it."
+    engine = attempt(fn, _engine_function, cases["x0"].copy(), 1e-6)
+    theirs = attempt(lambda: np.array(engine[1], dtype=np.float64)) if engine[0] == "ok" else None
+    return {"runs": runs, "engine": theirs[1] if theirs and theirs[0] == "ok" else None}
+
+
+def _judge_central(cases, data) -> str:
+    functions = _central_functions(cases)
+    runs = data.get("runs") if isinstance(data, dict) else None
+    if not isinstance(runs, list) or not runs or len(runs) > len(functions):
+        raise Wrong("the results of your answer hold no gradients for the check's functions")
+    x0, eps = cases["x0"], cases["eps"]
+    for (label, _, exact), run in zip(functions, runs, strict=False):
+        what = f"your numerical gradient, on {label} with x of shape {x0.shape} and eps = {eps},"
+        judged_entry(run, label, what)
+        if run.get("x_kept") is not True:
+            raise Wrong(
+                f"after computing the gradient of {label}, x was changed: an entry nudged "
+                "was not left at its old value"
             )
-        got = np.asarray(got, dtype=float)
+        got = run.get("grad")
+        if not isinstance(got, np.ndarray) or got.dtype.kind not in "biuf":
+            raise Wrong(f"the gradient of {label} is not an array of numbers")
         if got.shape != x0.shape:
-            raise AssertionError(
-                f"the gradient of {label} has shape {got.shape}; it must have x's shape {x0.shape}"
-            )
+            raise Wrong(f"the gradient of {label} has shape {got.shape}; x has shape {x0.shape}")
         # central differences are exact up to eps**2 (here 1e-6); one-sided ones are off by ~eps
         bad = ~np.isclose(got, exact, rtol=0, atol=1e-5)
         if bad.any():
@@ -226,25 +446,46 @@ def check_numerical_grad(fn) -> None:
                 f"{number(got[index])}."
             )
             if np.allclose(got, 2 * exact, atol=1e-5):
-                message += " It is twice too big: the two points are 2 * eps apart."
+                message += " It is twice too big."
             elif np.allclose(got, exact, atol=1e-2):
                 message += (
-                    " It is close but not close enough: an error of the size of eps means a "
-                    "one-sided difference. Step both ways, f(x + eps) and f(x - eps)."
+                    " It is close but not close enough: its error is of the size of eps, the "
+                    "error of a one-sided difference."
                 )
-            raise AssertionError(message)
+            raise Wrong(message)
+    if len(runs) < len(functions):
+        raise Wrong("the results of your answer hold no gradients for the check's functions")
     # plugged into the engine: their oracle judges minilucid's own backward
-    a_data = x0.copy()
-    a = Tensor(a_data.copy(), requires_grad=True)
-    ((a * a - a / 2.0) ** 2).backward(gradient=np.ones_like(a_data))
-    theirs = fn(lambda x: float(((x * x - x / 2.0) ** 2).sum()), a_data.copy(), 1e-6)
+    a = Tensor(x0.copy(), requires_grad=True)
+    ((a * a - a / 2.0) ** 2).backward(gradient=np.ones_like(x0))
+    theirs = data.get("engine")
+    if not isinstance(theirs, np.ndarray) or theirs.shape != x0.shape:
+        raise Wrong(
+            "your numerical gradient of (a*a - a/2)**2 at x0, with eps = 1e-6, is not an array "
+            f"of x's shape {x0.shape}"
+        )
     agree = np.allclose(theirs, a.grad, rtol=1e-6, atol=1e-6)
-    print("✓ your central differences are right on 3 functions (exact to about eps**2)")
-    print(
+    return (
+        "✓ your central differences are right on 3 functions (exact to about eps**2)\n"
         "  and they say minilucid's backward of (a*a - a/2)**2 is "
         + ("right" if agree else "WRONG")
-        + f" on all {a_data.size} entries"
+        + f" on all {x0.size} entries"
     )
+
+
+CENTRAL = register(
+    Exercise(
+        check="check_numerical_grad",
+        chapter="02",
+        title="Central differences",
+        probe=_probe_central,
+        judge=_judge_central,
+        cases=_central_cases,
+        forbidden=("numerical_grad", "gradcheck"),
+        reveals=("minilucid.numerical.numerical_grad",),
+    )
+)
+check_numerical_grad = CENTRAL.lab_check
 
 
 # --- exercise 5: a new op from scratch ----------------------------------------------------------
@@ -254,27 +495,44 @@ def _hypot(a, b):
     return (a * a + b * b).sqrt()
 
 
-def check_hypot(op):
-    """The learner's Hypot (forward and backward) in real graphs, against central differences."""
-    if not (isinstance(op, type) and issubclass(op, Function)):
-        raise AssertionError(
-            f"Hypot should be a class derived from Function, got {type(op).__name__}"
-        )
-    cases = [
-        (s, sa, sb, {"away_from_zero": True})
-        for s, sa, sb, _ in cases_of(__name__, "_BINARY_CASES")
-    ]
-    cases.append((3, (2, 1, 3), (4, 1), {"away_from_zero": True}))
-    hint = (
-        "z depends on a through a**2 + b**2 under a square root: the chain rule gives two "
-        "factors. Forward may save z, so that backward need not compute it again."
+def _hypot_mistakes(a, b, g):
+    z = np.sqrt(a * a + b * b)
+    return {
+        x: [
+            (f"{x} / z alone, without the incoming gradient", v / z + 0 * g),
+            (f"the incoming gradient times {x}, not divided by z", g * v + 0 * z),
+            (f"the incoming gradient times {x} / (2z)", g * v / (2 * z)),
+        ]
+        for x, v in (("a", a), ("b", b))
+    }
+
+
+def _judge_hypot(cases, data) -> str:
+    if not isinstance(data, dict) or data.get("is_op") is not True:
+        kind = data.get("type") if isinstance(data, dict) else None
+        raise Wrong(f"Hypot is not a class derived from Function (it is a {str(kind)[:40]})")
+    name = _judge_binary(cases, data, _hypot, _hypot_mistakes, forward_given=False)
+    return (
+        f"✓ {name}: forward and backward agree with central differences on "
+        f"{len(cases['cases'])} graphs with broadcasting"
     )
-    out = _check_binary(op, op.__name__, _hypot, cases, {"a": hint, "b": hint}, forward_given=False)
-    print(
-        f"✓ {op.__name__}: forward and backward agree with central differences on "
-        f"{len(cases)} graphs with broadcasting"
+
+
+HYPOT = register(
+    Exercise(
+        check="check_hypot",
+        chapter="02",
+        title="A new op: hypot",
+        probe=_probe_binary,
+        judge=_judge_hypot,
+        cases=lambda seed: _binary_cases(
+            seed, {"away_from_zero": True}, [(3, (2, 1, 3), (4, 1), {"away_from_zero": True})]
+        ),
+        forbidden=("hypot",),
+        after=_show_binary,
     )
-    return out
+)
+check_hypot = HYPOT.lab_check
 
 
 # --- exercise 6: a gradient check of your own ---------------------------------------------------
@@ -365,40 +623,82 @@ _GRADCHECK_CASES = frozen(
 )
 
 
-def check_gradient_check(gradient_check) -> None:
-    """The learner's gradient_check(op, a, b) must accept right ops and reject wrong ones."""
-    for what, op, shape_a, shape_b, seed, right in cases_of(__name__, "_GRADCHECK_CASES"):
-        a, b = _case_arrays(seed, shape_a, shape_b)
+def _probe_gradient_check(cases, gradient_check):
+    """Per case: the learner's verdict (its type, its truth) and whether the arrays it was
+    given came back unchanged; the probe stops at the first case their code raises on."""
+    runs = []
+    for _, op, shape_a, shape_b, seed, _ in cases_of(__name__, "_GRADCHECK_CASES"):
+        a, b = _case_arrays(seed + cases["shift"], shape_a, shape_b)
         kept = a.copy(), b.copy()
-        verdict = call(f"gradient_check on {what}", gradient_check, op, a, b)
-        if not isinstance(verdict, bool | np.bool_):
-            raise AssertionError(
-                f"gradient_check on {what} returned {type(verdict).__name__}; return True or "
-                "False (np.allclose gives one; a comparison of arrays gives an array)"
+        record = attempt(gradient_check, op, a, b)
+        if record[0] == "raised":
+            runs.append({"raised": list(record)})
+            break
+        verdict = record[1]
+        runs.append(
+            {
+                "kind": type(verdict).__name__,
+                "bool": isinstance(verdict, bool | np.bool_) and bool(verdict),
+                "kept": bool(np.array_equal(a, kept[0]) and np.array_equal(b, kept[1])),
+            }
+        )
+    return {"runs": runs}
+
+
+_GRADCHECK_WHY = frozen(
+    __name__,
+    "_GRADCHECK_WHY",
+    {
+        _HypotIgnoresGrad: "its mistake does not show when the arriving gradient is all ones",
+        _HypotSlightlyOff: "its gradient for a is off by 0.1%, which your tolerance lets through",
+        _HypotOneEntryWrong: "only the last entry of its gradient for b is wrong",
+    },
+)
+
+
+def _judge_gradient_check(cases, data) -> str:
+    found = cases_of(__name__, "_GRADCHECK_CASES")
+    runs = data.get("runs") if isinstance(data, dict) else None
+    if not isinstance(runs, list) or not runs or len(runs) > len(found):
+        raise Wrong("the results of your answer hold no verdicts for the check's ops")
+    for (what, op, _, _, _, right), run in zip(found, runs, strict=False):
+        run = judged_entry(run, what, f"gradient_check on {what}")
+        kind, verdict, kept = run.get("kind"), run.get("bool"), run.get("kept")
+        if not isinstance(kind, str) or type(verdict) is not bool or type(kept) is not bool:
+            raise Wrong(f"the results of your answer hold no verdict for {what}")
+        if kind not in ("bool", "bool_"):
+            raise Wrong(
+                f"gradient_check on {what} returned {kind[:40]}, not True or False (a "
+                "comparison of arrays gives an array)"
             )
-        if not (np.array_equal(a, kept[0]) and np.array_equal(b, kept[1])):
-            raise AssertionError(
-                f"gradient_check on {what} changed the arrays it was given; work on copies"
-            )
-        if bool(verdict) != right:
+        if not kept:
+            raise Wrong(f"gradient_check on {what} changed the arrays it was given")
+        if verdict != right:
             if right:
                 why = (
-                    "this op is right: compare with a tolerance that allows central "
-                    "differences their small error (about 1e-6 relative), and feed the "
-                    "same weights to the numerical side as to backward"
+                    "this op is right, and central differences agree with it to about 1e-6 "
+                    "relative when both sides are weighted alike"
                 )
             else:
-                why = {
-                    _HypotIgnoresGrad: "an arrival gradient of all ones hides this mistake: "
-                    "call backward with random weights, and weight the numerical side alike",
-                    _HypotSlightlyOff: "a tolerance as loose as this lets a 0.1% error "
-                    "through: central differences in float64 are good to about 1e-8",
-                    _HypotOneEntryWrong: "compare every entry of every input, not a sample",
-                }.get(
-                    op, "compare both inputs' gradients, entry by entry, with central differences"
-                )
-            raise AssertionError(f"gradient_check said {bool(verdict)} on {what}: {why}.")
-    print(
+                why = _GRADCHECK_WHY.get(op, "this op's backward is wrong")
+            raise Wrong(f"gradient_check said {verdict} on {what}: {why}")
+    if len(runs) < len(found):
+        raise Wrong("the results of your answer hold no verdicts for the check's ops")
+    return (
         f"✓ your gradient_check accepts the {_count('_GRADCHECK_CASES', True)} right ops "
         f"and rejects the {_count('_GRADCHECK_CASES', False)} wrong ones"
     )
+
+
+GRADIENT_CHECK = register(
+    Exercise(
+        check="check_gradient_check",
+        chapter="02",
+        title="A gradient check of your own",
+        probe=_probe_gradient_check,
+        judge=_judge_gradient_check,
+        cases=lambda seed: {"shift": 0 if seed == LAB_SEED else seed % 100_003},
+        forbidden=("gradcheck", "numerical_grad"),
+    )
+)
+check_gradient_check = GRADIENT_CHECK.lab_check

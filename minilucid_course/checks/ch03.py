@@ -1,16 +1,39 @@
-"""Checks for the exercises of chapter 03 (reverse-mode autodiff).
+"""Checks for the exercises of chapter 03 (reverse-mode autodiff), as probes and judges.
 
-The learner's sort drives minilucid's real backward; the learner's sweep is compared, tensor
-by tensor and entry by entry, with the gradients the real backward sends.
+Each probe builds the chapter's graphs, runs the learner's code on them and hands back plain
+data: an order as indices into the graph's list of tensors, gradients as arrays, numbers. Each
+judge builds the same graphs in its own process and compares: the learner's order must be
+complete, each tensor once, topological, and drive minilucid's real backward to the gradients
+its own sort gives; the learner's sweep is compared tensor by tensor and entry by entry.
 """
 
 import numpy as np
 
 from minilucid.autograd import backward, topological_order
 from minilucid.tensor import Tensor
-from minilucid_course.checks.common import call, cases_of, frozen, number
+from minilucid_course.checks.common import (
+    attempt,
+    cases_of,
+    frozen,
+    graph_tensors,
+    judged_cases,
+    judged_entry,
+    number,
+    raised_message,
+)
+from minilucid_course.checks.exercise import LAB_SEED, Exercise, Wrong, register
 
 CHAIN_DEPTH = 100_000
+
+
+def _values(seed: int, key: int, fixed):
+    """The lab's fixed values (seed 0: the stored outputs), other seeds' own values alike."""
+    fixed = np.array(fixed, dtype=np.float64)
+    if seed == LAB_SEED:
+        return fixed
+    rng = np.random.default_rng([seed, key])
+    sign = rng.choice([-1.0, 1.0], size=fixed.shape)
+    return np.round(sign * rng.uniform(0.3, 2.5, size=fixed.shape), 3)
 
 
 def _leaf(values, name):
@@ -25,34 +48,43 @@ def _named(t, name):
 # --- the graphs every check uses ------------------------------------------------------------
 
 
-def _reuse():
+def _reuse(seed=LAB_SEED):
     """h * h: one op uses the same tensor twice."""
-    x = _leaf([1.0, -2.0, 3.0], "x")
+    x = _leaf(_values(seed, 1, [1.0, -2.0, 3.0]), "x")
     h = _named(x * 3.0, "h")
     return _named(h * h, "y"), [x]
 
 
-def _diamond():
+def _diamond(seed=LAB_SEED):
     """a feeds loss directly and through b: the shortcut that breaks a careless order."""
-    x = _leaf([2.0, -1.0], "x")
+    x = _leaf(_values(seed, 2, [2.0, -1.0]), "x")
     a = _named(x * 3.0, "a")
     b = _named(a * 2.0, "b")
     return _named(a * b, "loss"), [x]
 
 
-def _fan_out():
+def _fan_out(seed=LAB_SEED):
     """x feeds three ops, w is broadcast over x."""
-    x = _leaf([0.5, -1.5, 2.0], "x")
-    w = _leaf(1.5, "w")
+    x = _leaf(_values(seed, 3, [0.5, -1.5, 2.0]), "x")
+    w = _leaf(_values(seed, 4, 1.5), "w")
     p = _named(x * w, "p")
     q = _named(x * x, "q")
     r = _named(p + q, "r")
     return _named(r - x / w, "out"), [x, w]
 
 
-def _chain():
+def _constant(seed=LAB_SEED):
+    """c is a tensor that does not require grad: it is an input, not part of the sweep."""
+    x = _leaf(_values(seed, 5, [1.5, -0.5, 2.0]), "x")
+    c = Tensor(_values(seed, 6, [2.0, 3.0, -1.0]), name="c")  # requires_grad is False
+    k = _named(c * c, "k")  # computed from c alone: it does not require grad either
+    u = _named(x * c, "u")
+    return _named(u * x + k, "z"), [x]
+
+
+def _chain(seed=LAB_SEED):
     """x * c * c * ... CHAIN_DEPTH times: deeper than Python lets a function call itself."""
-    x = _leaf(1.0, "x")
+    x = _leaf(_values(seed, 7, 1.0), "x")
     y = x
     for _ in range(CHAIN_DEPTH):
         y = y * 1.00001
@@ -60,10 +92,10 @@ def _chain():
     return y, [x]
 
 
-def _shared_array():
+def _shared_array(seed=LAB_SEED):
     """s = (a + b) + a: Add hands one and the same array to both of its inputs."""
-    a = _leaf([1.0, 2.0], "a")
-    b = _leaf([0.5, -1.0], "b")
+    a = _leaf(_values(seed, 8, [1.0, 2.0]), "a")
+    b = _leaf(_values(seed, 9, [0.5, -1.0]), "b")
     return _named(_named(a + b, "a + b") + a, "s"), [a, b]
 
 
@@ -74,20 +106,18 @@ GRAPHS = frozen(
         ("y = h * h (h used twice by one op)", _reuse),
         ("a diamond: loss = a * b with b = a * 2", _diamond),
         ("x used by three ops, w broadcast", _fan_out),
+        ("z = (x * c) * x + c * c, c a tensor that does not require grad", _constant),
         (f"a {CHAIN_DEPTH:,}-deep chain", _chain),
     ],
 )
 SWEEP_GRAPHS = frozen(
     __name__,
     "SWEEP_GRAPHS",
-    [*GRAPHS[:3], ("s = (a + b) + a, where Add sends one array to both inputs", _shared_array)],
+    [*GRAPHS[:4], ("s = (a + b) + a, where Add sends one array to both inputs", _shared_array)],
 )
 
-TRUTH_OF_A_TENSOR = (
-    "`t in some_list` compares tensors with ==, entry by entry, and a tensor of several entries "
-    "has no single truth value. Keep the tensors you have visited by identity instead: a dict "
-    "or set keyed by id(t)."
-)
+
+_tensors = graph_tensors
 
 
 def _label(t, position=None) -> str:
@@ -98,104 +128,193 @@ def _label(t, position=None) -> str:
     return f"a tensor of shape {t.shape}"
 
 
+def _graph_cases(seed: int, name: str) -> dict:
+    return {"seed": seed, "graphs": len(cases_of(__name__, name))}
+
+
+def _graph(name: str, i: int):
+    return cases_of(__name__, name)[i]
+
+
+def _count(data, key: str, n: int) -> list:
+    """data[key], a list of n entries; Wrong for anything else."""
+    items = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(items, list) or len(items) != n:
+        raise Wrong(f"the results of your answer hold no {key} for the {n} cases of the check")
+    return items
+
+
+def _int_array(value, what: str) -> np.ndarray:
+    if not isinstance(value, np.ndarray) or value.ndim != 1 or value.dtype.kind not in "iu":
+        raise Wrong(f"{what}: the results of your answer hold no order of tensors")
+    return value.astype(np.int64)
+
+
+def _float_array(value, shape, what: str) -> np.ndarray:
+    """A learner's array as float64, of `shape`; Wrong when it is not one."""
+    if isinstance(value, bool | int | float):
+        value = np.array(value, dtype=np.float64)
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "biuf":
+        raise Wrong(f"{what} is not an array of numbers")
+    if value.shape != tuple(shape):
+        raise Wrong(f"{what} has shape {value.shape}, expected {tuple(shape)}")
+    return value.astype(np.float64)
+
+
+def _first_bad(got, expected, rtol=1e-9, atol=1e-12):
+    """The first entry where got and expected differ, or None."""
+    bad = ~np.isclose(got, expected, rtol=rtol, atol=atol)
+    if not bad.any():
+        return None
+    return tuple(int(i) for i in np.argwhere(bad)[0])
+
+
 # --- exercise 1: the topological sort -------------------------------------------------------
 
 
-def _check_order(order, root, label) -> None:
+def _probe_order(cases, sort):
+    """Per graph: the learner's order as indices into _tensors(root) (-1: a tensor from
+    elsewhere, -2: not a tensor), or the exception their sort raised."""
+    out = []
+    for i in range(cases["graphs"]):
+        _, build = _graph("GRAPHS", i)
+        root, _ = build(cases["seed"])
+        nodes = _tensors(root)
+        record = attempt(lambda root=root: list(sort(root)))
+        if record[0] == "raised":
+            out.append({"raised": list(record)})
+            break
+        index = {id(t): k for k, t in enumerate(nodes)}
+        order, stranger = [], None
+        for t in record[1]:
+            if isinstance(t, Tensor):
+                order.append(index.get(id(t), -1))
+                continue
+            order.append(-2)
+            if stranger is None:
+                shown = repr(t) if type(t) in (int, float, bool) or t is None else "an object"
+                stranger = f"{shown} (a {type(t).__name__})"
+        out.append({"order": np.array(order, dtype=np.int64), "stranger": stranger})
+    return {"graphs": out}
+
+
+def _sort_raised(label: str, record) -> str:
+    _, name, text = record
+    if name == "RecursionError":
+        return (
+            f"on {label}, your sort raised RecursionError: Python allows about 1,000 nested "
+            "calls, and a recursive walk needs one per tensor along the chain"
+        )
+    if name == "RuntimeError" and "truth value" in text:
+        return (
+            f"on {label}, your sort asked a tensor for its truth value: `t in some_list` "
+            "compares tensors with ==, entry by entry, and a tensor of several entries has no "
+            "single truth value. What identifies a tensor without comparing its entries?"
+        )
+    if name in ("AttributeError", "TypeError"):
+        return raised_message(
+            f"on {label}, your sort",
+            record,
+            "Some parents are plain numbers (the 3.0 in x * 3.0): what does your sort do "
+            "with them?",
+        )
+    return raised_message(f"on {label}, your sort", record)
+
+
+def _judge_order_on(label: str, build, seed: int, got) -> None:
+    if not isinstance(got, dict):
+        raise Wrong(f"on {label}, the results of your answer hold no order")
+    if "raised" in got:
+        record = got["raised"]
+        if not (isinstance(record, list) and len(record) == 3 and record[0] == "raised"):
+            raise Wrong(f"on {label}, the results of your answer hold no order")
+        raise Wrong(_sort_raised(label, [str(r) for r in record]))
+    order = _int_array(got.get("order"), f"on {label}")
+    root, leaves = build(seed)
+    nodes = _tensors(root)
+    if order.size and (order.min() < -2 or order.max() >= len(nodes)):
+        raise Wrong(f"on {label}, the results of your answer hold no order of its tensors")
+    if (order == -2).any():
+        stranger = got.get("stranger")
+        shown = stranger if isinstance(stranger, str) else "something else"
+        raise Wrong(f"on {label}, your order holds {shown[:80]}; an order holds only tensors")
+    if (order == -1).any():
+        raise Wrong(
+            f"on {label}, your order holds a tensor that is not part of the graph (at position "
+            f"{int(np.argmax(order == -1))})"
+        )
     reference = topological_order(root)
-    where = {id(t): i for i, t in enumerate(reference)}
+    where = {id(t): k for k, t in enumerate(reference)}
     seen = {}
-    for position, t in enumerate(order):
-        if not isinstance(t, Tensor):
-            raise AssertionError(
-                f"on {label}, your order holds {t!r} (a {type(t).__name__}); it must hold "
-                "only tensors. Skip parents that are plain numbers."
-            )
-        if id(t) in seen:
-            raise AssertionError(
+    for position, k in enumerate(order.tolist()):
+        t = nodes[k]
+        if k in seen:
+            raise Wrong(
                 f"on {label}, your order lists tensor {_label(t, where.get(id(t)))} twice "
-                f"(at positions {seen[id(t)]} and {position}). Each tensor must appear once: "
-                "mark a tensor as visited and skip it when you meet it again."
+                f"(at positions {seen[k]} and {position}); each tensor belongs in it once"
             )
-        seen[id(t)] = position
+        if id(t) not in where:
+            raise Wrong(
+                f"on {label}, your order lists {_label(t)}, which does not require grad: "
+                "backward sends it nothing, and an order holds only the tensors that require "
+                "grad"
+            )
+        seen[k] = position
+    placed = {id(nodes[k]): p for k, p in seen.items()}
     for t in reference:
-        if id(t) not in seen:
-            raise AssertionError(
-                f"on {label}, your order leaves out tensor {_label(t, where[id(t)])}. Every "
-                "tensor that requires grad and that the root was computed from must be listed."
+        if id(t) not in placed:
+            raise Wrong(
+                f"on {label}, your order leaves out tensor {_label(t, where[id(t)])}: every "
+                "tensor that requires grad and that the root was computed from belongs in it"
             )
-    for t in order:
-        ctx = t._ctx
-        if ctx is None or id(t) not in where:
+    for t in reference:
+        if t._ctx is None:
             continue
-        for parent in ctx.parents:
-            if isinstance(parent, Tensor) and id(parent) in seen and seen[id(parent)] > seen[id(t)]:
-                raise AssertionError(
+        for parent in t._ctx.parents:
+            if id(parent) in placed and placed[id(parent)] > placed[id(t)]:
+                raise Wrong(
                     f"on {label}, your order puts {_label(parent, where.get(id(parent)))} "
-                    f"(position {seen[id(parent)]}) after {_label(t, where.get(id(t)))} "
-                    f"(position {seen[id(t)]}), but {_label(t)} was computed from it. A tensor "
-                    "must come after every tensor it was computed from: append a tensor only "
-                    "once all of its parents are in the list (post-order)."
+                    f"(position {placed[id(parent)]}) after {_label(t, where.get(id(t)))} "
+                    f"(position {placed[id(t)]}), but {_label(t)} was computed from it: a "
+                    "tensor must come after every tensor it was computed from"
                 )
+    # the real backward, driven by the learner's order, against the real backward
+    mine = [nodes[k] for k in order.tolist()]
+    backward(root, gradient=np.ones_like(root.data), sort=lambda r: mine)
+    for leaf, expected in zip(leaves, _expected_leaf_grads(build, seed), strict=True):
+        got_grad = np.full_like(expected, np.nan) if leaf.grad is None else leaf.grad
+        index = _first_bad(got_grad, expected)
+        if index is not None:
+            raise Wrong(
+                f"on {label}, backward driven by your order gave {leaf.name}.grad "
+                f"{number(got_grad[index])} at entry {index}, expected {number(expected[index])}"
+            )
 
 
-def _expected_leaf_grads(build) -> list:
+def _expected_leaf_grads(build, seed) -> list:
     """The leaves' gradients as minilucid's own backward computes them."""
     if build is _chain:  # the same products in the same order, without a second chain
         grad = np.array(1.0)
         for _ in range(CHAIN_DEPTH):
             grad = grad * 1.00001
         return [grad]
-    root, leaves = build()
+    root, leaves = build(seed)
     backward(root, gradient=np.ones_like(root.data))
     return [leaf.grad for leaf in leaves]
 
 
-def check_topological_order(sort) -> None:
-    """Check `sort(root)` on four graphs, then let it drive minilucid's real backward."""
-    graphs = cases_of(__name__, "GRAPHS")
-    for label, build in graphs:
-        root, leaves = build()
-        try:
-            order = list(sort(root))
-        except RecursionError:
-            raise AssertionError(
-                f"on {label}, your sort raised RecursionError: Python allows about 1,000 "
-                "nested calls, and a recursive walk needs one per tensor along the chain. "
-                "Keep the tensors still to visit in a list used as a stack instead."
-            ) from None
-        except NotImplementedError:
-            raise
-        except RuntimeError as error:
-            if "truth value" not in str(error):
-                raise AssertionError(
-                    f"on {label}, your sort raised RuntimeError: {error}"
-                ) from None
-            raise AssertionError(
-                f"on {label}, your sort asked a tensor for its truth value. {TRUTH_OF_A_TENSOR}"
-            ) from None
-        except (AttributeError, TypeError) as error:
-            raise AssertionError(
-                f"on {label}, your sort raised {type(error).__name__}: {error}. Some parents are "
-                "plain numbers (the 3.0 in x * 3.0): skip anything that is not a Tensor with "
-                "requires_grad."
-            ) from None
-        _check_order(order, root, label)
-        # the real backward, driven by their sort, against the real backward driven by ours
-        # the order your sort gave (checked above) drives the real sweep
-        backward(root, gradient=np.ones_like(root.data), sort=lambda r, order=order: order)
-        for mine, expected in zip(leaves, _expected_leaf_grads(build), strict=True):
-            if mine.grad is None or not np.allclose(mine.grad, expected, rtol=1e-9, atol=1e-12):
-                got = np.full_like(expected, np.nan) if mine.grad is None else mine.grad
-                index = tuple(int(i) for i in np.argwhere(~np.isclose(got, expected))[0])
-                raise AssertionError(
-                    f"on {label}, backward driven by your sort gave {mine.name}.grad "
-                    f"{number(got[index])} at entry {index}, expected {number(expected[index])}."
-                )
-    print(
-        f"✓ your topological_order drives minilucid's backward correctly on {len(graphs)} "
+def _judge_order(cases, data) -> str:
+    graphs = judged_cases(data, "graphs", cases["graphs"])
+    for i, got in enumerate(graphs):
+        label, build = _graph("GRAPHS", i)
+        _judge_order_on(label, build, cases["seed"], got)
+    return (
+        f"✓ your topological_order drives minilucid's backward correctly on {cases['graphs']} "
         f"graphs, including the {CHAIN_DEPTH:,}-deep chain"
     )
+
+
+def _after_order(sort) -> None:
     root, _ = _diamond()
     steps = []
     backward(root, gradient=np.ones_like(root.data), sort=sort, trace=steps)
@@ -204,84 +323,140 @@ def check_topological_order(sort) -> None:
         print(f"  step {step}: {t.name:<5} receives {np.array2string(grad, precision=4)}")
 
 
+SORT = register(
+    Exercise(
+        check="check_topological_order",
+        chapter="03",
+        title="The topological sort",
+        probe=_probe_order,
+        judge=_judge_order,
+        cases=lambda seed: _graph_cases(seed, "GRAPHS"),
+        forbidden=("topological_order",),
+        reveals=("minilucid.autograd.topological_order",),
+        after=_after_order,
+    )
+)
+check_topological_order = SORT.lab_check
+
+
 # --- exercise 2: the reverse sweep ----------------------------------------------------------
 
 
-def check_backward_sweep(sweep) -> None:
-    """`sweep(root, order)` returns {tensor: d(root)/d(tensor)}; compare with the real one."""
-    graphs = cases_of(__name__, "SWEEP_GRAPHS")
-    for label, build in graphs:
-        root, _ = build()
-        order = topological_order(root)
-        try:
-            grads = sweep(root, order)
-        except NotImplementedError:
-            raise
-        except KeyError:
-            raise AssertionError(
-                f"on {label}, your backward_sweep looked up a tensor that had no gradient in "
-                "the dict yet (KeyError). Seed the root first, grads = {root: "
-                "np.ones_like(root.data)}, and walk the order from its end (reversed), so that "
-                "a tensor's gradient is there before you need it."
-            ) from None
-        except (TypeError, ValueError, AttributeError) as error:
-            raise AssertionError(
-                f"on {label}, your backward_sweep raised {type(error).__name__}: {error}"
-            ) from None
+def _probe_sweep(cases, sweep):
+    """Per graph: the learner's gradient for each tensor of _tensors(root) (None: none given),
+    and which of them share memory with another's."""
+    out = []
+    for i in range(cases["graphs"]):
+        _, build = _graph("SWEEP_GRAPHS", i)
+        root, _ = build(cases["seed"])
+        nodes = _tensors(root)
+        record = attempt(sweep, root, topological_order(root))
+        if record[0] == "raised":
+            out.append({"raised": list(record)})
+            break
+        grads = record[1]
         if not isinstance(grads, dict):
-            raise AssertionError(
-                f"on {label}, backward_sweep returned a {type(grads).__name__}; return the "
-                "dict {tensor: gradient array}"
+            out.append({"type": type(grads).__name__})
+            continue
+        index = {id(t): k for k, t in enumerate(nodes)}
+        given = [None] * len(nodes)
+        arrays = [None] * len(nodes)
+        for key, value in list(grads.items()):
+            k = index.get(id(key))
+            if k is None:
+                continue
+            if isinstance(value, np.ndarray):
+                arrays[k] = value
+            converted = attempt(lambda v=value: np.array(v, dtype=np.float64))
+            given[k] = converted[1] if converted[0] == "ok" else "not numbers"
+        shared = [
+            a is not None
+            and any(
+                b is not None and j != k and np.shares_memory(a, b) for j, b in enumerate(arrays)
             )
-        steps = []
-        backward(
-            root,
-            gradient=np.ones_like(root.data),
-            retain_graph=True,
-            trace=steps,
-            sort=lambda r, order=order: order,
+            for k, a in enumerate(arrays)
+        ]
+        out.append({"grads": given, "shared": shared})
+    return {"graphs": out}
+
+
+def _judge_sweep_on(label: str, build, seed: int, got) -> None:
+    if not isinstance(got, dict):
+        raise Wrong(f"on {label}, the results of your answer hold no gradients")
+    if "raised" in got:
+        record = got["raised"]
+        if not (isinstance(record, list) and len(record) == 3 and record[0] == "raised"):
+            raise Wrong(f"on {label}, the results of your answer hold no gradients")
+        record = [str(r) for r in record]
+        if record[1] == "KeyError":
+            raise Wrong(
+                f"on {label}, your backward_sweep looked up a tensor that had no gradient in "
+                "the dict yet (KeyError): which tensors have one when the sweep reaches it?"
+            )
+        raise Wrong(raised_message(f"on {label}, your backward_sweep", record))
+    if "type" in got:
+        raise Wrong(
+            f"on {label}, backward_sweep returned a {str(got['type'])[:40]}, not a dict "
+            "{tensor: gradient array}"
         )
-        for t, expected, _ in steps:
-            got = grads.get(t)
-            name = t.name
-            if got is None:
-                hint = (
-                    " Start by seeding the root: grads = {root: np.ones_like(root.data)}."
-                    if t is root
-                    else ""
-                )
-                raise AssertionError(
-                    f"on {label}, your dict has no gradient for {name!r} "
-                    f"(expected {np.array2string(expected, precision=4)}).{hint}"
-                )
-            got = np.asarray(got)
-            if got.shape != expected.shape:
-                raise AssertionError(
-                    f"on {label}, the gradient for {name!r} has shape {got.shape}, "
-                    f"expected {expected.shape}"
-                )
-            bad = ~np.isclose(got, expected, rtol=1e-9, atol=1e-12)
-            if bad.any():
-                index = tuple(int(i) for i in np.argwhere(bad)[0])
-                message = (
-                    f"on {label}, d({root.name})/d({name}) is wrong at entry {index}: "
-                    f"expected {number(expected[index])}, got {number(got[index])}."
-                )
-                if _shares_an_array(grads, t):
-                    message += (
-                        f" Your dict holds the same array for {name!r} and another tensor: an op "
-                        "may send one array to two inputs (Add does), so adding into it in place "
-                        "(+=) changes both. Make a new array for each sum: g_old + g_new."
-                    )
-                elif t is root:
-                    message += " The root's own gradient is the seed: all ones."
-                elif sum(p is t for _, _, sent in steps for p, _, _ in sent) > 1:
-                    message += (
-                        f" {name!r} is used more than once: add up (accumulate) what arrives "
-                        "from each use, do not overwrite it."
-                    )
-                raise AssertionError(message)
-    print(f"✓ your backward_sweep matches minilucid's backward on {len(graphs)} graphs")
+    root, _ = build(seed)
+    nodes = _tensors(root)
+    given = _count(got, "grads", len(nodes))
+    shared = _count(got, "shared", len(nodes))
+    index = {id(t): k for k, t in enumerate(nodes)}
+    steps = []
+    backward(root, gradient=np.ones_like(root.data), retain_graph=True, trace=steps)
+    uses = {}
+    for _, _, sent in steps:
+        for parent, _, _ in sent:
+            uses[id(parent)] = uses.get(id(parent), 0) + 1
+    for t, expected, _ in steps:
+        k = index[id(t)]
+        name = t.name
+        if given[k] is None:
+            seed_note = " (the root, where the sweep starts)" if t is root else ""
+            raise Wrong(
+                f"on {label}, your dict has no gradient for {name!r}{seed_note} (expected "
+                f"{np.array2string(expected, precision=4)})"
+            )
+        if isinstance(given[k], str):
+            raise Wrong(f"on {label}, the gradient for {name!r} is not an array of numbers")
+        value = _float_array(given[k], expected.shape, f"on {label}, the gradient for {name!r}")
+        index_bad = _first_bad(value, expected)
+        if index_bad is None:
+            continue
+        message = (
+            f"on {label}, d({root.name})/d({name}) is wrong at entry {index_bad}: expected "
+            f"{number(expected[index_bad])}, got {number(value[index_bad])}."
+        )
+        if shared[k] is True:
+            message += (
+                f" Your dict holds the same array for {name!r} and another tensor: an op may "
+                "send one array to two inputs (Add does), and adding into it in place (+=) "
+                "changes both."
+            )
+        elif t is root:
+            message += " This is the root's own gradient, the seed of the sweep."
+        elif uses.get(id(t), 0) > 1:
+            message += f" {name!r} is used more than once, and receives a gradient from each use."
+        raise Wrong(message)
+    for k, t in enumerate(nodes):
+        if not t.requires_grad and given[k] is not None:
+            raise Wrong(
+                f"on {label}, your dict holds a gradient for {_label(t)}, which does not "
+                "require grad"
+            )
+
+
+def _judge_sweep(cases, data) -> str:
+    graphs = judged_cases(data, "graphs", cases["graphs"])
+    for i, got in enumerate(graphs):
+        label, build = _graph("SWEEP_GRAPHS", i)
+        _judge_sweep_on(label, build, cases["seed"], got)
+    return f"✓ your backward_sweep matches minilucid's backward on {cases['graphs']} graphs"
+
+
+def _after_sweep(sweep) -> None:
     root, _ = _reuse()
     grads = sweep(root, topological_order(root))
     print("  for y = h * h with h = 3 * x, your sweep gives:")
@@ -289,13 +464,20 @@ def check_backward_sweep(sweep) -> None:
         print(f"  d(y)/d({t.name}) = {np.array2string(np.asarray(grads[t]), precision=4)}")
 
 
-def _shares_an_array(grads: dict, t) -> bool:
-    """Whether t's gradient in the learner's dict is (part of) another tensor's array too."""
-    mine = grads.get(t)
-    return isinstance(mine, np.ndarray) and any(
-        other is not t and isinstance(g, np.ndarray) and np.shares_memory(g, mine)
-        for other, g in grads.items()
+SWEEP = register(
+    Exercise(
+        check="check_backward_sweep",
+        chapter="03",
+        title="The reverse sweep",
+        probe=_probe_sweep,
+        judge=_judge_sweep,
+        cases=lambda seed: _graph_cases(seed, "SWEEP_GRAPHS"),
+        forbidden=("backward",),
+        reveals=("minilucid.autograd.backward",),
+        after=_after_sweep,
     )
+)
+check_backward_sweep = SWEEP.lab_check
 
 
 # --- exercises 3 and 4: the small graph, by hand ----------------------------------------------
@@ -311,25 +493,60 @@ def small_graph() -> dict:
     return {"x": x, "w": w, "h": h, "g": g, "loss": loss}
 
 
-def check_step_numbers(steps) -> None:
-    """`steps` maps each name of small_graph to the step backward handles it at (1 = loss)."""
+def _plain_dict(answer, convert):
+    """A learner's {name: value} as plain data: {"type": name} for anything but a dict; keys
+    kept when they are str, values through `convert` (None when it fails)."""
+    if not isinstance(answer, dict):
+        return {"type": type(answer).__name__}
+    out = {}
+    for key, value in list(answer.items()):
+        if type(key) is str:
+            record = attempt(convert, value)
+            out[key] = record[1] if record[0] == "ok" else None
+    return {"values": out, "keys": len(answer)}
+
+
+def _whole_number(value):
+    if isinstance(value, bool) or not float(value).is_integer():
+        return float(value)
+    return int(value)
+
+
+def _probe_steps(cases, steps):
+    return _plain_dict(steps, _whole_number)
+
+
+def _values_of(data, what: str) -> dict:
+    if not isinstance(data, dict):
+        raise Wrong(f"the results of your answer hold no {what}")
+    if "type" in data:
+        raise Wrong(f"your answer is a {str(data['type'])[:40]}, not a dict {{name: {what}}}")
+    values = data.get("values")
+    if not isinstance(values, dict) or not isinstance(data.get("keys"), int):
+        raise Wrong(f"the results of your answer hold no {what}")
+    if data["keys"] != len(values):
+        raise Wrong("your dict has keys that are not names of the graph's tensors (str)")
+    return values
+
+
+def _judge_steps(cases, data) -> str:
+    steps = _values_of(data, "step number")
     nodes = small_graph()
     names = list(nodes)
-    if not isinstance(steps, dict):
-        raise AssertionError(f"return a dict {{name: step number}}, not a {type(steps).__name__}")
     missing = [n for n in names if n not in steps]
     if missing:
-        raise AssertionError(f"your dict has no step number for {', '.join(map(repr, missing))}")
+        raise Wrong(f"your dict has no step number for {', '.join(map(repr, missing))}")
     extra = [n for n in steps if n not in nodes]
     if extra:
-        raise AssertionError(f"the graph has no tensor called {', '.join(map(repr, extra))}")
-    numbers = sorted(steps.values())
-    if numbers != list(range(1, len(names) + 1)):
-        raise AssertionError(
-            f"the step numbers must be 1 to {len(names)}, each used once; you gave {numbers}"
-        )
+        raise Wrong(f"the graph has no tensor called {', '.join(repr(n[:20]) for n in extra)}")
+    numbers = [steps[n] for n in names]
+    if not all(type(v) is int for v in numbers) or sorted(numbers) != list(
+        range(1, len(names) + 1)
+    ):
+        shown = sorted(v for v in numbers if type(v) in (int, float))
+        raise Wrong(f"the step numbers must be 1 to {len(names)}, each used once; you gave {shown}")
     if steps["loss"] != 1:
-        raise AssertionError(
+        raise Wrong(
             f"loss got step {steps['loss']}; backward starts at the output, so loss is step 1"
         )
     for name, t in nodes.items():
@@ -337,49 +554,71 @@ def check_step_numbers(steps) -> None:
             continue
         for parent in t._ctx.parents:
             if isinstance(parent, Tensor) and steps[parent.name] < steps[name]:
-                raise AssertionError(
+                raise Wrong(
                     f"{parent.name!r} gets step {steps[parent.name]}, before {name!r} "
-                    f"(step {steps[name]}); but {name!r} uses {parent.name!r}, so {name!r} must "
-                    f"send its gradient to {parent.name!r} first. A tensor's step comes after "
-                    "the steps of every tensor that uses it."
+                    f"(step {steps[name]}); but {name!r} uses {parent.name!r}, so {name!r} "
+                    f"sends its gradient to {parent.name!r}, which is not complete before that"
                 )
     real = list(reversed(topological_order(nodes["loss"])))
     listing = ", ".join(f"{t.name} {i}" for i, t in enumerate(real, start=1))
-    print(f"✓ a valid order for backward; minilucid's own numbering is: {listing}")
+    return f"✓ a valid order for backward; minilucid's own numbering is: {listing}"
 
 
-def check_hand_gradients(grads) -> None:
-    """`grads` maps each name of small_graph to d(loss)/d(name) computed by hand."""
+STEPS = register(
+    Exercise(
+        check="check_step_numbers",
+        chapter="03",
+        title="Which step is each tensor?",
+        probe=_probe_steps,
+        judge=_judge_steps,
+        forbidden=("topological_order", "backward"),
+    )
+)
+check_step_numbers = STEPS.lab_check
+
+
+def _probe_hand(cases, grads):
+    return _plain_dict(grads, float)
+
+
+def _judge_hand(cases, data) -> str:
+    grads = _values_of(data, "number")
     nodes = small_graph()
-    nodes["h"].retain_grad()
-    nodes["g"].retain_grad()
-    nodes["loss"].retain_grad()
+    for name in ("h", "g", "loss"):
+        nodes[name].retain_grad()
     nodes["loss"].backward()
-    if not isinstance(grads, dict):
-        raise AssertionError(f"return a dict {{name: number}}, not a {type(grads).__name__}")
-    order = ["loss", "g", "h", "w", "x"]
     why = {
-        "loss": "d(loss)/d(loss) is the seed, 1.",
-        "g": "loss = h * g, so d(loss)/d(g) = h.",
-        "h": "h is used twice, by g = h + x and by loss = h * g; add both contributions.",
-        "w": "h = x * w, so d(loss)/d(w) = d(loss)/d(h) * x.",
-        "x": "x is used twice, by h = x * w and by g = h + x; add both contributions.",
+        "loss": "This one is the seed.",
+        "g": "loss = h * g.",
+        "h": "h is used twice, by g = h + x and by loss = h * g.",
+        "w": "h = x * w.",
+        "x": "x is used twice, by h = x * w and by g = h + x.",
     }
+    order = ["loss", "g", "h", "w", "x"]
     for name in order:
         if name not in grads:
-            raise AssertionError(f"your dict has no gradient for {name!r}")
+            raise Wrong(f"your dict has no gradient for {name!r}")
+        got = grads[name]
+        if type(got) is not float:
+            raise Wrong(f"the gradient for {name!r} is not a number")
         expected = float(nodes[name].grad)
-        try:
-            got = float(grads[name])
-        except (TypeError, ValueError):
-            raise AssertionError(f"the gradient for {name!r} must be a number") from None
         if not np.isclose(got, expected):
-            raise AssertionError(
-                f"d(loss)/d({name}) should be {number(expected)}, you wrote {number(got)}. "
-                + why[name]
-            )
+            raise Wrong(f"d(loss)/d({name}) is not {number(got)}. {why[name]}")
     listing = ", ".join(f"{n} {number(nodes[n].grad)}" for n in order)
-    print(f"✓ all five gradients agree with minilucid's backward: {listing}")
+    return f"✓ all five gradients agree with minilucid's backward: {listing}"
+
+
+HAND = register(
+    Exercise(
+        check="check_hand_gradients",
+        chapter="03",
+        title="A backward pass by hand",
+        probe=_probe_hand,
+        judge=_judge_hand,
+        forbidden=("backward", "grad"),
+    )
+)
+check_hand_gradients = HAND.lab_check
 
 
 # --- exercise 5: a scalar engine of your own --------------------------------------------------
@@ -416,6 +655,15 @@ ENGINE_CASES = frozen(
 )
 
 
+def _engine_cases(seed: int) -> dict:
+    cases = cases_of(__name__, "ENGINE_CASES")
+    values = [
+        [float(v) for v in np.atleast_1d(_values(seed, 20 + i, list(leaves)))]
+        for i, (_, leaves, _) in enumerate(cases)
+    ]
+    return {"seed": seed, "values": values, "chain": ENGINE_CHAIN}
+
+
 def _engine_reference(fn, values):
     """(value, [gradients]) of fn at values, by minilucid on float64 tensors."""
     leaves = [Tensor(np.array(v, dtype=np.float64), requires_grad=True) for v in values]
@@ -424,59 +672,127 @@ def _engine_reference(fn, values):
     return float(out.data), [float(leaf.grad) for leaf in leaves]
 
 
-def _engine_run(Scalar, label, fn, values):
-    leaves = call(f"Scalar(...) for {label}", lambda: [Scalar(v) for v in values])
-    out = call(f"computing {label} with your Scalar", fn, *leaves)
-    if not hasattr(out, "backward") or not hasattr(out, "data"):
-        raise AssertionError(
-            f"{label} with your Scalar gave a {type(out).__name__}, not a Scalar: every op "
-            "(+, * with numbers on either side, tanh) must return a new Scalar"
-        )
-    call(f"backward() on {label}", out.backward)
-    return leaves, out
+def _number_of(value):
+    """A learner's number as a float record: ("ok", x) or ("raised", ...)."""
+    record = attempt(float, value)
+    return list(record) if record[0] == "raised" else ["ok", record[1]]
 
 
-def check_scalar_engine(Scalar) -> None:
-    """Values and gradients of the learner's Scalar against minilucid's, on small graphs."""
-    names = "xyzuvw"
-    engine_cases = cases_of(__name__, "ENGINE_CASES")
-    for label, values, fn in engine_cases:
-        leaves, out = _engine_run(Scalar, label, fn, values)
-        value, grads = _engine_reference(fn, values)
-        if not np.isclose(float(out.data), value, rtol=1e-9, atol=1e-12):
-            raise AssertionError(
-                f"{label} at {values}: your Scalar computes {number(out.data)}, "
-                f"expected {number(value)}. Check the forward computation of its ops."
-            )
-        for i, (leaf, expected) in enumerate(zip(leaves, grads, strict=True)):
-            got = getattr(leaf, "grad", None)
-            if got is None or not np.isclose(float(got), expected, rtol=1e-7, atol=1e-10):
-                why = (
-                    "check each op's local derivative, times the gradient arriving from above; "
-                    "where a value is used more than once, add up what each use sends (+=, not "
-                    "=); and handle a value only once every value computed from it has sent "
-                    "its share (a topological order, walked in reverse)"
-                )
-                raise AssertionError(
-                    f"{label} at {values}: the gradient of leaf {i + 1} ({names[i]}) is "
-                    f"{got if got is None else number(got)}, expected {number(expected)}: {why}."
-                )
-    # a chain deeper than Python's recursion limit
-    x = Scalar(1.0)
+def _probe_engine(cases, Scalar):
+    runs = []
+    for (_, _, fn), values in zip(cases_of(__name__, "ENGINE_CASES"), cases["values"], strict=True):
+        run = {}
+        runs.append(run)
+        leaves = attempt(lambda values=values: [Scalar(v) for v in values])
+        if leaves[0] == "raised":
+            run["raised"] = ["Scalar(...)", *leaves]
+            return {"runs": runs, "chain": None}
+        leaves = leaves[1]
+        out = attempt(fn, *leaves)
+        if out[0] == "raised":
+            run["raised"] = ["computing it with your Scalar", *out]
+            return {"runs": runs, "chain": None}
+        out = out[1]
+        if not hasattr(out, "backward") or not hasattr(out, "data"):
+            run["type"] = type(out).__name__
+            continue
+        record = attempt(out.backward)
+        if record[0] == "raised":
+            run["raised"] = ["backward()", *record]
+            return {"runs": runs, "chain": None}
+        run["value"] = _number_of(out.data)
+        run["grads"] = [_number_of(getattr(leaf, "grad", None)) for leaf in leaves]
+    x = attempt(Scalar, 1.0)
+    chain = None
+    if x[0] == "ok":
+        record = attempt(lambda x=x[1]: _scalar_chain(x, cases["chain"]))
+        chain = list(record) if record[0] == "raised" else _number_of(x[1].grad)
+    return {"runs": runs, "chain": chain}
+
+
+def _scalar_chain(x, depth):
     y = x
-    for _ in range(ENGINE_CHAIN):
+    for _ in range(depth):
         y = y * 1.0001
-    call(f"backward() on a chain of {ENGINE_CHAIN:,} multiplications", y.backward)
-    expected = 1.0001**ENGINE_CHAIN
-    if not np.isclose(float(x.grad), expected, rtol=1e-9):
-        raise AssertionError(
-            f"on a chain of {ENGINE_CHAIN:,} multiplications by 1.0001 the leaf's gradient is "
-            f"{number(x.grad)}, expected {number(expected)}"
+    y.backward()
+
+
+def _float_record(record, what: str):
+    """The float in a ("ok", x) record, or Wrong naming what was raised."""
+    if not isinstance(record, list) or len(record) not in (2, 3):
+        raise Wrong(f"the results of your answer hold no number for {what}")
+    if record[0] == "raised" and len(record) == 3:
+        raise Wrong(raised_message(what, [str(r) for r in record]))
+    if record[0] != "ok" or type(record[1]) is not float:
+        raise Wrong(f"the results of your answer hold no number for {what}")
+    return record[1]
+
+
+def _judge_engine(cases, data) -> str:
+    names = "xyzuvw"
+    engine = cases_of(__name__, "ENGINE_CASES")
+    runs = judged_cases(data, "runs", len(engine))
+    for (label, _, fn), values, run in zip(engine, cases["values"], runs, strict=False):
+        shown = ", ".join(number(v) for v in values)
+        where = f"{label} at ({shown})"
+        judged_entry(run, where)
+        if "type" in run:
+            raise Wrong(
+                f"{where} with your Scalar gave a {str(run['type'])[:40]}, not a Scalar: every "
+                "op (+, * with numbers on either side, tanh) is to return a new Scalar"
+            )
+        value, grads = _engine_reference(fn, values)
+        got = _float_record(run.get("value"), f"the value of {where}")
+        if not np.isclose(got, value, rtol=1e-9, atol=1e-12):
+            raise Wrong(
+                f"{where}: your Scalar computes {number(got)}, expected {number(value)}: the "
+                "forward computation of one of its ops is off"
+            )
+        mine = run.get("grads")
+        if not isinstance(mine, list) or len(mine) != len(grads):
+            raise Wrong(f"the results of your answer hold no gradients for {where}")
+        for i, (record, expected) in enumerate(zip(mine, grads, strict=True)):
+            leaf = f"leaf {i + 1} ({names[i]})"
+            got = _float_record(record, f"the gradient of {leaf} of {where}")
+            if not np.isclose(got, expected, rtol=1e-7, atol=1e-10):
+                raise Wrong(
+                    f"{where}: the gradient of {leaf} is {number(got)}, expected {number(expected)}"
+                )
+    chain = data.get("chain")
+    if chain is None:
+        raise Wrong("Scalar(1.0) raised, or the results of your answer hold no chain")
+    depth = cases["chain"]
+    if isinstance(chain, list) and len(chain) == 3 and chain[0] == "raised":
+        raise Wrong(
+            raised_message(
+                f"backward() on a chain of {depth:,} multiplications", [str(r) for r in chain]
+            )
         )
-    print(
-        f"✓ your Scalar engine agrees with minilucid on {len(engine_cases)} expressions (reuse, "
-        f"a diamond, tanh) and a {ENGINE_CHAIN:,}-deep chain"
+    got = _float_record(chain, f"the chain of {depth:,} multiplications")
+    expected = 1.0001**depth
+    if not np.isclose(got, expected, rtol=1e-9):
+        raise Wrong(
+            f"on a chain of {depth:,} multiplications by 1.0001 the leaf's gradient is "
+            f"{number(got)}, expected {number(expected)}"
+        )
+    return (
+        f"✓ your Scalar engine agrees with minilucid on {len(engine)} expressions (reuse, "
+        f"a diamond, tanh) and a {depth:,}-deep chain"
     )
+
+
+ENGINE = register(
+    Exercise(
+        check="check_scalar_engine",
+        chapter="03",
+        title="An engine of your own",
+        probe=_probe_engine,
+        judge=_judge_engine,
+        cases=_engine_cases,
+        forbidden=("minilucid", "Tensor", "topological_order"),
+    )
+)
+check_scalar_engine = ENGINE.lab_check
 
 
 NEURON_DATA = frozen(
@@ -491,6 +807,14 @@ NEURON_DATA = frozen(
         "steps": 60,
     },
 )
+
+
+def _neuron_cases(seed: int) -> dict:
+    d = dict(cases_of(__name__, "NEURON_DATA"))
+    d["xs"] = [float(v) for v in d["xs"]]
+    ys = _values(seed, 40, list(d["ys"]))
+    d["ys"] = [float(v) for v in (ys if seed == LAB_SEED else np.tanh(ys))]
+    return d
 
 
 def _neuron_reference(xs, ys, w0, b0, lr, steps):
@@ -511,54 +835,80 @@ def _neuron_reference(xs, ys, w0, b0, lr, steps):
     return float(w.data), float(b.data), losses
 
 
-def check_train_neuron(train_neuron) -> None:
-    """Replay the learner's training run with minilucid, step by step."""
-    d = cases_of(__name__, "NEURON_DATA")
-    result = call("train_neuron(...)", train_neuron, **d, returns=(tuple, list))
+def _probe_neuron(cases, train_neuron):
+    record = attempt(train_neuron, **cases)
+    if record[0] == "raised":
+        return {"raised": list(record)}
+    result = record[1]
+    if not isinstance(result, tuple | list):
+        return {"type": type(result).__name__}
     if len(result) != 3:
-        raise AssertionError(
-            f"train_neuron returned {len(result)} values; return (w, b, losses): the final "
-            "weight and bias as floats and the list of losses, one per step"
-        )
+        return {"length": len(result)}
     w, b, losses = result
-    w_ref, b_ref, losses_ref = _neuron_reference(**d)
-    try:
-        losses = [float(v) for v in losses]
-    except (TypeError, ValueError):
-        raise AssertionError("losses must be a list of numbers, one per step") from None
-    if len(losses) != d["steps"]:
-        raise AssertionError(
-            f"{d['steps']} steps should give {d['steps']} losses, got {len(losses)}"
+    listed = attempt(list, losses)
+    return {
+        "w": _number_of(w),
+        "b": _number_of(b),
+        "losses": [_number_of(v) for v in listed[1]] if listed[0] == "ok" else None,
+    }
+
+
+def _judge_neuron(cases, data) -> str:
+    if not isinstance(data, dict):
+        raise Wrong("the results of your answer hold no training run")
+    if "raised" in data:
+        record = data["raised"]
+        if not isinstance(record, list) or len(record) != 3:
+            raise Wrong("the results of your answer hold no training run")
+        raise Wrong(raised_message("train_neuron(...)", [str(r) for r in record]))
+    if "type" in data:
+        raise Wrong(f"train_neuron returned {str(data['type'])[:40]}, not a tuple (w, b, losses)")
+    if "length" in data:
+        raise Wrong(
+            f"train_neuron returned {data['length']} values, not the three of (w, b, losses)"
         )
+    steps = cases["steps"]
+    losses = data.get("losses")
+    if not isinstance(losses, list):
+        raise Wrong("the losses train_neuron returned are not a list of numbers")
+    losses = [_float_record(v, "a loss") for v in losses]
+    if len(losses) != steps:
+        raise Wrong(f"{steps} steps gave {len(losses)} losses, not one per step")
+    w_ref, b_ref, losses_ref = _neuron_reference(**cases)
     for step, (got, expected) in enumerate(zip(losses, losses_ref, strict=True), start=1):
         if not np.isclose(got, expected, rtol=1e-7, atol=1e-10):
             if step == 1:
-                what = (
-                    "the first loss is the sum over the examples of (tanh(w*x + b) - y)**2 "
-                    "at the starting w and b, computed before any update"
-                )
+                what = "the first loss, at the starting w and b, before any update"
             else:
                 what = (
-                    "the first step was right, so look at the update: zero w.grad and b.grad "
-                    "before each backward (they add up otherwise), then step against the "
-                    "gradient, w.data -= lr * w.grad"
+                    "the first step was right and a later one is not: what do w.grad and "
+                    "b.grad hold when a step's backward begins, and which way did w move?"
                 )
-            raise AssertionError(
+            raise Wrong(
                 f"step {step}: your loss is {number(got)}, minilucid's replay gives "
                 f"{number(expected)}; {what}"
             )
-    try:
-        final = float(w), float(b)
-    except (TypeError, ValueError):
-        raise AssertionError("return w and b as numbers (w.data, b.data), not Scalars") from None
+    final = (_float_record(data.get("w"), "w"), _float_record(data.get("b"), "b"))
     if not np.allclose(final, (w_ref, b_ref), rtol=1e-7, atol=1e-10):
-        raise AssertionError(
+        raise Wrong(
             f"the losses are right but the final (w, b) = ({number(final[0])}, "
-            f"{number(final[1])}) is not ({number(w_ref)}, {number(b_ref)}); return them after "
-            "the last update"
+            f"{number(final[1])}) is not the (w, b) after the last update"
         )
-    print(
+    return (
         f"✓ your neuron trains exactly as minilucid's replay: loss {number(losses[0])} -> "
-        f"{number(losses[-1])} in {d['steps']} steps, w = {number(final[0])}, "
-        f"b = {number(final[1])}"
+        f"{number(losses[-1])} in {steps} steps, w = {number(final[0])}, b = {number(final[1])}"
     )
+
+
+NEURON = register(
+    Exercise(
+        check="check_train_neuron",
+        chapter="03",
+        title="A neuron trained by your engine",
+        probe=_probe_neuron,
+        judge=_judge_neuron,
+        cases=_neuron_cases,
+        forbidden=("minilucid", "Tensor"),
+    )
+)
+check_train_neuron = NEURON.lab_check

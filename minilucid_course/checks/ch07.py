@@ -1,9 +1,13 @@
-"""Checks for the exercises of chapter 07 (modules and parameters).
+"""Checks for the exercises of chapter 07 (modules and parameters), as probes and judges.
 
-Each check runs the learner's code on models chosen to expose one plausible mistake each, raises
-AssertionError with a plain-words message on the first problem, and prints one line on success.
-The package's own Module, Linear and init are the reference; no expected number is printed.
+Each probe builds small models on the learner's MiniModule (or calls MyLinear and the
+initialiser) and returns what it found as plain data: the registries' names, which object sits
+where (as the labels the probe gave each Parameter it made), outputs, gradients and state dicts
+as arrays. Each judge builds the same models on the package's own nn.Module and computes every
+expected name, order and number itself, and names the first problem in one line.
 """
+
+from __future__ import annotations
 
 import math
 import types
@@ -13,14 +17,29 @@ import numpy as np
 import minilucid as ml
 from minilucid import nn
 from minilucid.tensor import Tensor
-from minilucid_course.checks.common import call
+from minilucid_course.checks.common import attempt
+from minilucid_course.checks.exercise import Exercise, Wrong, register
+from minilucid_course.checks.outcomes import (
+    array_of,
+    called,
+    kind,
+    package_kinds,
+    raised_first,
+    record,
+)
 
 # --------------------------------------------------------------------------------------------
 # Exercise 1: a Module of your own - registration by assignment, the walk, the state dict
 
 
-def _models(MiniModule):  # noqa: N803  (a class, named as one)
-    """Small model classes built on the learner's MiniModule, as a learner would write them."""
+def _models(MiniModule, born: list):  # noqa: N803  (a class, named as one)
+    """Small model classes built on MiniModule, as a learner would write them. Every Parameter
+    they make is appended to `born`, so that its index labels it in both halves."""
+
+    def parameter(values):
+        p = nn.Parameter(values)
+        born.append(p)
+        return p
 
     class Layer(MiniModule):
         """weight (out, in) and bias as Parameters; a plain tensor and a number beside them."""
@@ -28,8 +47,8 @@ def _models(MiniModule):  # noqa: N803  (a class, named as one)
         def __init__(self, n_in, n_out, bias=True, seed=0):
             super().__init__()
             rng = np.random.default_rng(seed)
-            self.weight = nn.Parameter(rng.uniform(-1, 1, (n_out, n_in)).astype(np.float32))
-            self.bias = nn.Parameter(rng.uniform(-1, 1, n_out).astype(np.float32)) if bias else None
+            self.weight = parameter(rng.uniform(-1, 1, (n_out, n_in)).astype(np.float32))
+            self.bias = parameter(rng.uniform(-1, 1, n_out).astype(np.float32)) if bias else None
             self.mask = Tensor(np.ones(n_out, dtype=np.float32))  # a constant, not learned
             self.table = np.zeros(3)  # an array, not learned
             self.n_in = n_in
@@ -61,7 +80,7 @@ def _models(MiniModule):  # noqa: N803  (a class, named as one)
 
         def __init__(self):
             super().__init__()
-            self.scale = nn.Parameter(np.ones(3, dtype=np.float32))
+            self.scale = parameter(np.ones(3, dtype=np.float32))
             self.inner = Seq(Layer(3, 3, seed=1), Act(), Layer(3, 3, seed=2))
             self.head = Layer(3, 2, bias=False, seed=3)
 
@@ -74,148 +93,219 @@ def _models(MiniModule):  # noqa: N803  (a class, named as one)
             self.encoder = shared
             self.act = Act()
             self.decoder = shared
-            self.temperature = nn.Parameter(np.ones(1, dtype=np.float32))
+            self.temperature = parameter(np.ones(1, dtype=np.float32))
 
     return types.SimpleNamespace(Layer=Layer, Act=Act, Seq=Seq, Block=Block, Tied=Tied)
 
 
-def _registry(module, name: str, what: str) -> dict:
+def _label(p, born: list):
+    """The index of Parameter p among those the models made; -1 for any other Parameter; the
+    kind of anything else."""
+    if isinstance(p, nn.Parameter):
+        return next((i for i, q in enumerate(born) if q is p), -1)
+    return "Tensor" if isinstance(p, Tensor) else type(p).__name__
+
+
+def _keys(module, name: str):
     registry = module.__dict__.get(name)
-    if not isinstance(registry, dict):
-        raise AssertionError(
-            f"{what} has no dict {name} of its own: create _parameters and _modules in "
-            "__init__, as empty dicts, with the plain assignment that bypasses your __setattr__"
-        )
-    return registry
+    return list(registry) if isinstance(registry, dict) else None
 
 
-def _registration_problem(kinds) -> None:
-    """Raise AssertionError on the first thing the learner's registration gets wrong."""
-    what = "Layer(3, 2), a subclass of your MiniModule that assigns weight, bias, a plain tensor"
-    hint = (
-        "MiniModule.__init__ must create the registries without going through your own "
-        "__setattr__ (which needs them already)"
-    )
-    layer = call(what, kinds.Layer, 3, 2, hint=hint)
-    params = _registry(layer, "_parameters", what)
-    modules = _registry(layer, "_modules", what)
+def _registration_facts(MiniModule) -> dict:  # noqa: N803
+    """Everything the registration exercise looks at, as plain data."""
+    born: list = []
+    kinds = _models(MiniModule, born)
+    made = attempt(kinds.Layer, 3, 2)
+    if made[0] == "raised":
+        return {"layer": {"raised": list(made[1:])}}
+    layer = made[1]
+    facts = {"layer": {"ok": True}, "stored": {}}
+    facts["params"], facts["modules"] = _keys(layer, "_parameters"), _keys(layer, "_modules")
+    if facts["params"] is None or facts["modules"] is None:
+        return facts
     for attribute in ("weight", "bias", "mask", "table", "n_in"):
-        if attribute not in layer.__dict__:
-            raise AssertionError(
+        facts["stored"][attribute] = attribute in layer.__dict__
+    params = layer.__dict__["_parameters"]
+    facts["same_objects"] = bool(
+        params.get("weight") is layer.__dict__.get("weight")
+        and params.get("bias") is layer.__dict__.get("bias")
+    )
+    made = attempt(kinds.Seq, kinds.Layer(3, 4), kinds.Act(), kinds.Layer(4, 2))
+    if made[0] == "raised":
+        facts["seq"] = {"raised": list(made[1:])}
+        return facts
+    seq = made[1]
+    facts["seq"] = {"ok": True}
+    facts["children"], facts["seq_params"] = _keys(seq, "_modules"), _keys(seq, "_parameters")
+    if facts["children"] is None or facts["seq_params"] is None:
+        return facts
+    children = seq.__dict__["_modules"]
+    facts["children_same"] = all(children.get(str(i)) is seq.__dict__.get(str(i)) for i in range(3))
+    outcome = attempt(lambda: setattr(layer, "bias", None))
+    facts["unset_bias"] = (
+        {"raised": list(outcome[1:])}
+        if outcome[0] == "raised"
+        else {"registered": "bias" in params, "value_none": layer.__dict__.get("bias") is None}
+    )
+    outcome = attempt(seq.__setattr__, "1", None)
+    facts["unset_child"] = (
+        {"raised": list(outcome[1:])} if outcome[0] == "raised" else {"registered": "1" in children}
+    )
+    facts["switch"] = _switch_facts(kinds)
+    return facts
+
+
+def _switch_facts(kinds) -> dict:
+    """A name that changes kind (submodule <-> Parameter) stays in one registry only."""
+
+    def run():
+        seq = kinds.Seq(kinds.Layer(3, 4), kinds.Act())
+        seq.__setattr__("0", nn.Parameter(np.ones(3, dtype=np.float32)))
+        seq.__setattr__("1", kinds.Layer(4, 2))
+        seq.__setattr__("1", nn.Parameter(np.ones(2, dtype=np.float32)))
+        layer = kinds.Layer(3, 2)
+        layer.weight = kinds.Act()
+        return {
+            "in_modules": "0" in seq._modules or "1" in seq._modules,
+            "in_parameters": "weight" in layer._parameters,
+        }
+
+    outcome = attempt(run)
+    return {"raised": list(outcome[1:])} if outcome[0] == "raised" else outcome[1]
+
+
+def _forward_facts(MiniModule, seed: int) -> dict:  # noqa: N803
+    kinds = _models(MiniModule, [])
+    x = np.random.default_rng([7, 1, seed]).standard_normal((2, 3)).astype(np.float32)
+    model = attempt(
+        lambda: kinds.Seq(
+            kinds.Layer(3, 4, seed=seed), kinds.Act(), kinds.Layer(4, 2, seed=seed + 1)
+        )
+    )
+    if model[0] == "raised":
+        return {"raised": list(model[1:])}
+    return called(model[1], ml.tensor(x))
+
+
+def _registration_message(facts) -> None:  # noqa: C901  (one fact after another)
+    what = "Layer(3, 2), a subclass of your MiniModule that assigns weight, bias, a plain tensor"
+    raised_first(
+        facts["layer"],
+        what,
+        "Can MiniModule.__init__ create the registries while your own __setattr__ needs them?",
+    )
+    for name, key in (("_parameters", "params"), ("_modules", "modules")):
+        if facts.get(key) is None:
+            raise Wrong(f"{what} has no dict {name} of its own (an instance attribute)")
+    for attribute, stored in facts["stored"].items():
+        if stored is not True:
+            raise Wrong(
                 f"{what}: after self.{attribute} = ..., the attribute {attribute!r} is not "
-                "stored on the object, so reading layer."
-                f"{attribute} fails. After registering, store the attribute as usual with the "
-                "base class's __setattr__"
+                f"stored on the object, so reading layer.{attribute} fails"
             )
-    if list(params) != ["weight", "bias"]:
+    params = facts["params"]
+    if params != ["weight", "bias"]:
         extra = [n for n in params if n not in ("weight", "bias")]
         if extra:
-            raise AssertionError(
+            raise Wrong(
                 f"{what}: _parameters holds {extra[0]!r}, which is not a Parameter (a plain "
-                "Tensor or array is state, not something to learn). Register only "
-                "nn.Parameter values"
+                "Tensor or array is state, not something to learn)"
             )
-        raise AssertionError(
+        raise Wrong(
             f"{what}: _parameters should hold 'weight' and 'bias', in the order they were "
-            f"assigned; it holds {list(params)}"
+            f"assigned; it holds {params}"
         )
-    if params["weight"] is not layer.__dict__["weight"] or params["bias"] is not layer.bias:
-        raise AssertionError(
-            f"{what}: _parameters must hold the Parameter objects themselves, not copies"
-        )
-    if modules:
-        raise AssertionError(f"{what}: _modules should be empty, it holds {list(modules)}")
-    seq = call(
-        "Seq(Layer(3, 4), Act(), Layer(4, 2))",
-        kinds.Seq,
-        kinds.Layer(3, 4),
-        kinds.Act(),
-        kinds.Layer(4, 2),
-    )
-    children = _registry(seq, "_modules", "Seq(...)")
-    if list(children) != ["0", "1", "2"]:
-        raise AssertionError(
+    if facts["same_objects"] is not True:
+        raise Wrong(f"{what}: _parameters holds copies, not the Parameter objects themselves")
+    if facts["modules"]:
+        raise Wrong(f"{what}: _modules should be empty, it holds {facts['modules']}")
+    raised_first(facts["seq"], "Seq(Layer(3, 4), Act(), Layer(4, 2))")
+    if facts["children"] is None or facts["seq_params"] is None:
+        raise Wrong("Seq(...) has no dicts _parameters and _modules of its own")
+    if facts["children"] != ["0", "1", "2"]:
+        raise Wrong(
             "Seq(Layer, Act, Layer), which assigns its layers under the names '0', '1', '2': "
-            f"its _modules hold {list(children)}. Register every value that is a MiniModule "
-            "(isinstance), in the order of assignment"
+            f"its _modules hold {facts['children']}, not every MiniModule in the order of "
+            "assignment"
         )
-    if any(children[str(i)] is not seq.__dict__.get(str(i)) for i in range(3)):
-        raise AssertionError("Seq(...): _modules must hold the submodules themselves")
-    if _registry(seq, "_parameters", "Seq(...)"):
-        raise AssertionError(
-            "Seq(...) has no parameters of its own, but its _parameters is not empty"
+    if facts["children_same"] is not True:
+        raise Wrong("Seq(...): _modules holds copies, not the submodules themselves")
+    if facts["seq_params"]:
+        raise Wrong("Seq(...) has no parameters of its own, but its _parameters is not empty")
+    unset = facts["unset_bias"]
+    raised_first(unset, f"{what}, then layer.bias = None")
+    if unset["registered"] is not False or unset["value_none"] is not True:
+        raise Wrong(
+            f"{what}, then layer.bias = None: 'bias' is still registered, though the name now "
+            "holds no Parameter"
         )
-    layer.bias = None
-    if "bias" in params or layer.bias is not None:
-        raise AssertionError(
-            f"{what}, then layer.bias = None: 'bias' is still registered. Assigning a value "
-            "that is not a Parameter under a registered name removes that name from the registry"
-        )
-    seq.__setattr__("1", None)
-    if "1" in children:
-        raise AssertionError(
-            "Seq(...), then setting its submodule '1' to None: '1' is still in _modules. "
-            "Assigning None under a registered name removes it from the registry"
-        )
-    _switch_problem(kinds)
-
-
-def _switch_problem(kinds) -> None:
-    """A name that changes kind (submodule <-> Parameter) stays in one registry only."""
-    seq = kinds.Seq(kinds.Layer(3, 4), kinds.Act())
-    seq.__setattr__("0", nn.Parameter(np.ones(3, dtype=np.float32)))
-    seq.__setattr__("1", kinds.Layer(4, 2))
-    seq.__setattr__("1", nn.Parameter(np.ones(2, dtype=np.float32)))
-    if "0" in seq._modules or "1" in seq._modules:
-        raise AssertionError(
+    raised_first(facts["unset_child"], "Seq(...), then setting its submodule '1' to None")
+    if facts["unset_child"]["registered"] is not False:
+        raise Wrong("Seq(...), then setting its submodule '1' to None: '1' is still in _modules")
+    switch = facts["switch"]
+    raised_first(switch, "assigning a Parameter under a submodule's name")
+    if switch["in_modules"] is not False:
+        raise Wrong(
             "Seq(Layer, Act), then a Parameter assigned under the submodule name '0': '0' is "
-            "now in _parameters and still in _modules. A name is registered once: assigning a "
-            "Parameter removes that name from _modules"
+            "now in _parameters and still in _modules (a name is registered once)"
         )
-    layer = kinds.Layer(3, 2)
-    layer.weight = kinds.Act()
-    if "weight" in layer._parameters:
-        raise AssertionError(
+    if switch["in_parameters"] is not False:
+        raise Wrong(
             "Layer(3, 2), then a submodule assigned under its Parameter's name 'weight': "
-            "'weight' is now in _modules and still in _parameters. A name is registered once: "
-            "assigning a submodule removes that name from _parameters"
+            "'weight' is now in _modules and still in _parameters (a name is registered once)"
         )
 
 
-def check_module_registration(MiniModule) -> None:  # noqa: N803
-    """MiniModule's __init__ and __setattr__ register Parameters and submodules, in order."""
-    kinds = _models(MiniModule)
-    _registration_problem(kinds)
-    x = ml.tensor(np.ones((2, 3), dtype=np.float32))
-    out = call(
-        "calling Seq(Layer(3, 4), Act(), Layer(4, 2)) on a batch",
-        kinds.Seq(kinds.Layer(3, 4), kinds.Act(), kinds.Layer(4, 2)),
-        x,
-        returns=Tensor,
-    )
-    if out.shape != (2, 2):
-        raise AssertionError("calling a model of your MiniModules did not run its forward")
-    print(
+def _reference_forward(seed: int) -> np.ndarray:
+    born: list = []
+    kinds = _models(nn.Module, born)
+    model = kinds.Seq(kinds.Layer(3, 4, seed=seed), kinds.Act(), kinds.Layer(4, 2, seed=seed + 1))
+    x = np.random.default_rng([7, 1, seed]).standard_normal((2, 3)).astype(np.float32)
+    with ml.no_grad():
+        return np.asarray(model(ml.tensor(x)).data, dtype=np.float64)
+
+
+def _module_cases(seed: int) -> dict:
+    return {"seed": seed}
+
+
+def _probe_registration(cases, MiniModule):  # noqa: N803
+    return {
+        "registration": _registration_facts(MiniModule),
+        "forward": _forward_facts(MiniModule, cases["seed"]),
+    }
+
+
+def _judge_registration(cases, data) -> str:
+    _registration_message(data["registration"])
+    what = "calling Seq(Layer(3, 4), Act(), Layer(4, 2)) on a batch"
+    raised_first(data["forward"], what)
+    out = array_of(data["forward"], what)
+    want = _reference_forward(cases["seed"])
+    if out is None or out.shape != want.shape or not np.allclose(out, want, 1e-5, 1e-6):
+        raise Wrong(f"{what} did not run its layers' forward")
+    return (
         "✓ MiniModule registers Parameters and submodules as they are assigned, in order, and "
         "nothing else"
     )
 
 
-def _reference_walk(module, prefix: str = "") -> list:
-    """PyTorch's order over the registries: own parameters, then each child's, each once."""
-    out, seen, stack = [], set(), [(prefix, module)]
-    while stack:
-        path, m = stack.pop()
-        for name, p in m._parameters.items():
-            if p is not None and id(p) not in seen:
-                seen.add(id(p))
-                out.append((f"{path}.{name}" if path else name, p))
-        children = [(f"{path}.{n}" if path else n, c) for n, c in m._modules.items()]
-        stack.extend(reversed([(n, c) for n, c in children if c is not None]))
-    return out
+EXERCISE_REGISTER = register(
+    Exercise(
+        check="check_module_registration",
+        chapter="07",
+        title="A Module of your own: registration",
+        probe=_probe_registration,
+        judge=_judge_registration,
+        cases=_module_cases,
+        forbidden=("Module",),
+    )
+)
+check_module_registration = EXERCISE_REGISTER.lab_check
 
 
-def _walk_cases(kinds) -> tuple:
+def _walk_models(kinds) -> tuple:
+    """(description, model, prefix) of every walk case, built in this order in both halves."""
     shared = kinds.Layer(2, 2, seed=5)
     twin = kinds.Layer(2, 2, seed=6)
     twin.weight = shared.weight  # the same Parameter in two layers
@@ -226,94 +316,122 @@ def _walk_cases(kinds) -> tuple:
         ("Seq(Layer(4, 8), Act(), Layer(8, 3))", mlp, ""),
         ("a module with a Parameter of its own, a Seq and a Layer without bias", kinds.Block(), ""),
         ("a module that uses one Layer twice (tied weights)", kinds.Tied(), ""),
-        (
-            "Seq(Layer, Layer) whose two layers share one weight Parameter",
-            kinds.Seq(shared, twin),
-            "",
-        ),
+        ("Seq(Layer, Layer) whose two layers share one weight Parameter", kinds.Seq(shared, twin),
+         ""),
         ("Seq(Seq(Layer), Seq(Block)), three levels deep", deep, ""),
         ("Seq(Layer(4, 8), Act(), Layer(8, 3)) with prefix='model'", mlp, "model"),
-    )
+    )  # fmt: skip
 
 
-def check_module_walk(MiniModule) -> None:  # noqa: N803
-    """named_parameters(prefix) and parameters(): PyTorch's names and order, each once."""
-    kinds = _models(MiniModule)
-    _registration_problem(kinds)
-    for description, model, prefix in _walk_cases(kinds):
+def _pairs(outcome, born) -> dict:
+    if outcome[0] == "raised":
+        return {"raised": list(outcome[1:])}
+    got = outcome[1]
+    if got is None:
+        return {"type": "None"}
+    listed = attempt(list, got)
+    if listed[0] == "raised":
+        return {"type": type(got).__name__}
+    items = []
+    for pair in listed[1]:
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            items.append({"pair": False})
+            continue
+        name, p = pair
+        items.append({"name": name if isinstance(name, str) else None, "label": _label(p, born)})
+    return {"items": items}
+
+
+def _probe_walk(cases, MiniModule):  # noqa: N803
+    data = {"registration": _registration_facts(MiniModule), "cases": []}
+    if "raised" in data["registration"]["layer"]:
+        return data
+    born: list = []
+    built = attempt(lambda: _walk_models(_models(MiniModule, born)))
+    if built[0] == "raised":
+        data["built"] = {"raised": list(built[1:])}
+        return data
+    for _, model, prefix in built[1]:
         args = (prefix,) if prefix else ()
+        named = _pairs(attempt(model.named_parameters, *args), born)
+        plain = attempt(lambda m=model: [_label(p, born) for p in m.parameters()])
+        data["cases"].append({
+            "named": named,
+            "plain": {"raised": list(plain[1:])} if plain[0] == "raised" else {"labels": plain[1]},
+        })  # fmt: skip
+    return data
+
+
+def _reference_walk(module, born, prefix: str = "") -> list:
+    """PyTorch's order: own parameters, then each child's, each once: [(name, label)]."""
+    pairs = module.named_parameters(prefix) if prefix else module.named_parameters()
+    return [(name, _label(p, born)) for name, p in pairs]
+
+
+def _judge_walk(cases, data) -> str:
+    _registration_message(data["registration"])
+    raised_first(data.get("built", {}), "building the models of your MiniModule")
+    born: list = []
+    reference = _walk_models(_models(nn.Module, born))
+    for (description, model, prefix), facts in zip(reference, data["cases"], strict=True):
         what = f"named_parameters() on {description}"
-        got = call(what, model.named_parameters, *args)
-        if got is None:
-            raise AssertionError(f"{what} returned None; return (or yield) (name, parameter) pairs")
-        try:
-            got = list(got)
-        except TypeError:
-            raise AssertionError(
-                f"{what} returned a {type(got).__name__}; return a list of (name, parameter) "
-                "pairs, or yield them"
-            ) from None
-        _compare_walk(what, got, _reference_walk(model, prefix))
-        plain = call(f"parameters() on {description}", model.parameters)
-        try:
-            plain = list(plain)
-        except TypeError:
-            raise AssertionError(
-                f"parameters() on {description} returned a {type(plain).__name__}; return a "
-                "list of the parameters, or yield them"
-            ) from None
-        if [id(p) for p in plain] != [id(p) for _, p in _reference_walk(model)]:
-            raise AssertionError(
+        named = facts["named"]
+        raised_first(named, what)
+        if "items" not in named:
+            raise Wrong(
+                f"{what} returned {kind(named)}"
+                + (" (did you forget `return`?)" if named == {"type": "None"} else "")
+                + "; the contract is a list of (name, parameter) pairs, or a generator of them"
+            )
+        _compare_walk(what, named["items"], _reference_walk(model, born, prefix))
+        plain = facts["plain"]
+        raised_first(plain, f"parameters() on {description}")
+        if plain["labels"] != [label for _, label in _reference_walk(model, born)]:
+            raise Wrong(
                 f"parameters() on {description} does not give the parameters of "
                 "named_parameters(), in the same order, each once"
             )
-    print("✓ named_parameters gives PyTorch's names in PyTorch's order, each parameter once")
+    return "✓ named_parameters gives PyTorch's names in PyTorch's order, each parameter once"
 
 
-def _compare_walk(what: str, got: list, expected: list) -> None:
-    if not all(isinstance(pair, tuple | list) and len(pair) == 2 for pair in got):
-        raise AssertionError(f"{what}: every item must be a pair (name, parameter)")
-    names = [name for name, _ in got]
-    params = [p for _, p in got]
-    expected_names = [name for name, _ in expected]
-    if any(not isinstance(p, nn.Parameter) for p in params):
-        raise AssertionError(
-            f"{what}: an item's second half is not a Parameter; give the parameter objects "
-            "themselves (not their .data, not copies)"
+def _compare_walk(what: str, items: list, expected: list) -> None:
+    if not all(item.get("pair") is not False for item in items):
+        raise Wrong(f"{what}: an item is not a pair (name, parameter)")
+    labels = [item["label"] for item in items]
+    names = [item["name"] for item in items]
+    if any(type(label) is not int or label < 0 for label in labels):
+        raise Wrong(
+            f"{what}: an item's second half is not one of the model's Parameter objects (its "
+            ".data, or a copy?)"
         )
-    ids = [id(p) for p in params]
-    if len(set(ids)) < len(ids):
-        raise AssertionError(
-            f"{what}: a parameter appears more than once ({len(ids)} items for "
-            f"{len(set(ids))} parameters). A module used twice must not be counted twice - an "
-            "optimiser would update it twice. Remember which parameters you have given."
+    if len(set(labels)) < len(labels):
+        raise Wrong(
+            f"{what}: a parameter appears more than once ({len(labels)} items for "
+            f"{len(set(labels))} parameters); a module used twice is counted twice, and an "
+            "optimiser would update it twice"
         )
-    if len(params) < len(expected):
-        raise AssertionError(
-            f"{what}: your walk found {len(params)} parameters, the model has {len(expected)}. "
-            "Are the submodules of submodules visited too (recursion), and the module's own "
+    if len(labels) < len(expected):
+        raise Wrong(
+            f"{what}: your walk found {len(labels)} parameters, the model has {len(expected)}: "
+            "are the submodules of submodules visited too (recursion), and the module's own "
             "parameters?"
         )
-    if len(params) > len(expected):
-        raise AssertionError(
-            f"{what}: your walk gave {len(params)} items, the model has {len(expected)} parameters"
-        )
+    if len(labels) > len(expected):
+        raise Wrong(f"{what}: your walk gave {len(labels)} items, the model has {len(expected)}")
     if any(not isinstance(n, str) for n in names):
-        raise AssertionError(f"{what}: names must be strings such as 'weight'")
+        raise Wrong(f"{what}: a name is not a string such as 'weight'")
     bad = [n for n in names if n.startswith(".") or n.endswith(".") or ".." in n]
     if bad:
-        raise AssertionError(
-            f"{what}: the name {bad[0]!r} has a stray dot; join the parts with a single dot, "
-            "and put none in front when the prefix is empty"
-        )
-    if [id(p) for _, p in expected] != ids:
-        if sorted(ids) == sorted(id(p) for _, p in expected):
-            raise AssertionError(
-                f"{what}: the right parameters in another order. PyTorch lists a module's own "
+        raise Wrong(f"{what}: the name {bad[0]!r} has a stray dot")
+    expected_names = [name for name, _ in expected]
+    if [label for _, label in expected] != labels:
+        if sorted(labels) == sorted(label for _, label in expected):
+            raise Wrong(
+                f"{what}: the right parameters in another order than PyTorch's (a module's own "
                 "parameters first, then those of each submodule in the order they were "
-                "assigned, depth first."
+                "assigned, depth first)"
             )
-        raise AssertionError(f"{what}: these are not the model's parameters")
+        raise Wrong(f"{what}: these are not the model's parameters")
     if names != expected_names:
         short = [n for n in names if "." not in n]
         if len(short) == len(names) and any("." in n for n in expected_names):
@@ -321,173 +439,28 @@ def _compare_walk(what: str, got: list, expected: list) -> None:
         else:
             hint = "each name is the path of attribute names from the top module, dot-separated"
         wrong = next(n for n, e in zip(names, expected_names, strict=True) if n != e)
-        raise AssertionError(f"{what}: the name {wrong!r} is not PyTorch's; {hint}")
+        raise Wrong(f"{what}: the name {wrong!r} is not PyTorch's; {hint}")
 
 
-def _reference_keys(module, prefix: str = "") -> list:
-    """Every parameter's dotted path, own parameters first, tied ones under each name."""
-    keys = [prefix + name for name, p in module._parameters.items() if p is not None]
-    for name, child in module._modules.items():
-        if child is not None:
-            keys += _reference_keys(child, f"{prefix}{name}.")
-    return keys
-
-
-def _values(model) -> dict:
-    """A copy of every parameter's numbers, by identity, to tell what a load changed."""
-    return {id(p): (p, p.data.copy()) for _, p in _reference_walk(model)}
-
-
-def _changed(before: dict) -> bool:
-    return any(
-        p.data.shape != old.shape or not np.array_equal(p.data, old) for p, old in before.values()
+EXERCISE_WALK = register(
+    Exercise(
+        check="check_module_walk",
+        chapter="07",
+        title="A Module of your own: the walk",
+        probe=_probe_walk,
+        judge=_judge_walk,
+        cases=_module_cases,
+        forbidden=("Module",),
     )
+)
+check_module_walk = EXERCISE_WALK.lab_check
 
 
-def _state_dict(model, what: str) -> dict:
-    state = call(what, model.state_dict, returns=dict)
-    keys = _reference_keys(model)
-    if list(state) != keys:
-        missing = [k for k in keys if k not in state]
-        if missing:
-            raise AssertionError(
-                f"{what} has no key {missing[0]!r}. Every parameter is saved under its dotted "
-                "path, a tied one under each of its names, as PyTorch's state_dict does"
-            )
-        extra = [k for k in state if k not in keys]
-        if extra:
-            raise AssertionError(
-                f"{what} has the key {extra[0]!r}, which names no parameter of the model (only "
-                "Parameters are saved, under their dotted paths)"
-            )
-        raise AssertionError(
-            f"{what}: the right keys in another order; PyTorch's order is the walk's: a "
-            "module's own parameters first, then each submodule's in the order assigned"
-        )
-    for key, value in state.items():
-        if not isinstance(value, Tensor):
-            raise AssertionError(
-                f"{what}[{key!r}] is a {type(value).__name__}; each value is a Tensor with the "
-                "parameter's numbers, detached from any graph"
-            )
-        if isinstance(value, nn.Parameter) or value.requires_grad:
-            raise AssertionError(
-                f"{what}[{key!r}] is the parameter itself (it requires grad); save a tensor "
-                "detached from the graph, which holds the same numbers"
-            )
-    if state is model._parameters:
-        raise AssertionError(f"{what} returned the registry itself; build a new dict")
-    return state
-
-
-def _load(model, state: dict, what: str):
-    return call(what, model.load_state_dict, state)
-
-
-def check_module_state_dict(MiniModule) -> None:  # noqa: N803
-    """state_dict() by dotted path; load_state_dict checks every key and shape, then copies."""
-    kinds = _models(MiniModule)
-    _registration_problem(kinds)
-    for description, model in (
+def _state_models(kinds) -> tuple:
+    return (
         ("Seq(Layer(4, 8), Act(), Layer(8, 3))", _seq(kinds, 0)),
         ("a module with a Parameter of its own, a Seq and a Layer without bias", kinds.Block()),
         ("a module that uses one Layer twice (tied weights)", kinds.Tied()),
-    ):
-        state = _state_dict(model, f"state_dict() of {description}")
-        for key, value in state.items():
-            owner = _reference_param(model, key)
-            if value.shape != owner.shape or not np.array_equal(value.data, owner.data):
-                raise AssertionError(
-                    f"state_dict() of {description}: the value under {key!r} does not hold "
-                    "that parameter's numbers"
-                )
-
-    # your state_dict loads into the package's model, which then computes what yours does
-    mine = _seq(kinds, 1)
-    theirs = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
-    what = "nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3)).load_state_dict(yours)"
-    try:
-        theirs.load_state_dict(_state_dict(mine, "state_dict() of Seq(Layer(4, 8), ...)"))
-    except RuntimeError as error:
-        raise AssertionError(f"{what} refused it: {str(error).splitlines()[1].strip()}") from None
-    x = ml.tensor(np.random.default_rng(9).standard_normal((5, 4)).astype(np.float32))
-    with ml.no_grad():
-        same = np.allclose(theirs(x).data, mine(x).data, rtol=1e-5, atol=1e-6)
-    if not same:
-        raise AssertionError(f"after {what}, the two models compute different outputs")
-
-    # and the package's state_dict loads into yours, in place
-    source = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
-    state = {k: Tensor(v.data.astype(np.float64)) for k, v in source.state_dict().items()}
-    target = _seq(kinds, 2)
-    before = _values(target)
-    what = (
-        "load_state_dict(a state dict of float64 tensors) on Seq(Layer(4, 8), Act(), Layer(8, 3))"
-    )
-    _load(target, state, what)
-    after = _reference_walk(target)
-    if [id(p) for _, p in after] != list(before):
-        raise AssertionError(
-            f"{what} replaced the Parameter objects; copy the numbers into the existing ones "
-            "(an optimiser holds them)"
-        )
-    for name, p in after:
-        if p.dtype != ml.float32:
-            raise AssertionError(
-                f"{what}: parameter {name!r} became {p.dtype}; copy the numbers into the "
-                "parameter's own array, which keeps its dtype (float32)"
-            )
-        if not np.allclose(p.data, state[name].data, rtol=1e-6):
-            raise AssertionError(f"{what}: parameter {name!r} does not hold the loaded numbers")
-    state = {k: Tensor(v.data.copy()) for k, v in source.state_dict().items()}  # float32
-    _load(target, state, "load_state_dict(a state dict of float32 tensors)")
-    for value in state.values():
-        value.data += 1.0
-    if any(np.allclose(p.data, state[name].data) for name, p in after):
-        raise AssertionError(
-            "load_state_dict(a state dict of float32 tensors): after loading, the model shares "
-            "its arrays with the state dict (changing the state dict changed the model); copy "
-            "the numbers"
-        )
-
-    # a state dict that does not fit changes nothing, and says which key
-    good = {k: Tensor(v.data.copy()) for k, v in source.state_dict().items()}
-    wrong = {
-        "a missing key '2.bias'": ({k: v for k, v in good.items() if k != "2.bias"}, "2.bias"),
-        "an unexpected key '2.scale'": ({**good, "2.scale": Tensor(np.ones(3))}, "2.scale"),
-        "'2.bias' of shape (4,) instead of (3,)": (
-            {**good, "2.bias": Tensor(np.ones(4))},
-            "2.bias",
-        ),
-    }
-    for problem, (bad, key) in wrong.items():
-        target = _seq(kinds, 3)
-        before = _values(target)
-        what = f"load_state_dict(a state dict with {problem})"
-        try:
-            with np.errstate(all="ignore"):
-                target.load_state_dict(bad)
-        except NotImplementedError:
-            raise
-        except Exception as error:  # noqa: BLE001  (any error is the learner's to choose)
-            if key not in str(error):
-                raise AssertionError(
-                    f"{what} raised {type(error).__name__}, but its message does not name the "
-                    f"key {key!r}; say which key is wrong, and how"
-                ) from None
-            if _changed(before):
-                raise AssertionError(
-                    f"{what} raised an error, but only after changing some parameters: a half-"
-                    "loaded model. Check every key and shape first, then copy"
-                ) from None
-            continue
-        raise AssertionError(
-            f"{what} raised no error; compare the keys and shapes with the model's own "
-            "state_dict() and raise (RuntimeError, as PyTorch) naming the key"
-        )
-    print(
-        "✓ state_dict names every parameter by its path, your model's state loads into the "
-        "package's nn.Sequential and back, and a state that does not fit changes nothing"
     )
 
 
@@ -495,182 +468,491 @@ def _seq(kinds, seed: int):
     return kinds.Seq(kinds.Layer(4, 8, seed=seed), kinds.Act(), kinds.Layer(8, 3, seed=seed + 10))
 
 
-def _reference_param(model, key: str):
-    *path, name = key.split(".")
-    module = model
-    for part in path:
-        module = module._modules[part]
-    return module._parameters[name]
+def _state_record(outcome, model) -> dict:
+    if outcome[0] == "raised":
+        return {"raised": list(outcome[1:])}
+    state = outcome[1]
+    if not isinstance(state, dict):
+        return {"type": type(state).__name__}
+    values = {}
+    for key, value in state.items():
+        if not isinstance(key, str):
+            return {"type": "dict with keys that are not str"}
+        values[key] = {
+            "kind": type(value).__name__,
+            "tensor": isinstance(value, Tensor),
+            "grad": bool(getattr(value, "requires_grad", False)),
+            "data": np.array(getattr(value, "data", np.zeros(0)), dtype=np.float64)
+            if isinstance(value, Tensor) else np.zeros(0),
+        }  # fmt: skip
+    return {"keys": list(state), "values": values,
+            "is_registry": state is model.__dict__.get("_parameters")}  # fmt: skip
+
+
+def _source_state(seed: int) -> dict:
+    """A package nn.Sequential's state, seeded: {key: array}."""
+    rng = np.random.default_rng([7, 3, seed])
+    shapes = {"0.weight": (8, 4), "0.bias": (8,), "2.weight": (3, 8), "2.bias": (3,)}
+    return {k: rng.uniform(-0.5, 0.5, s).astype(np.float32) for k, s in shapes.items()}
+
+
+def _numbers(model) -> list:
+    return [np.array(p.data, dtype=np.float64) for p in model.parameters()]
+
+
+def _load_facts(kinds, state_arrays: dict, dtype) -> dict:
+    target = _seq(kinds, 2)
+    before = list(target.parameters())
+    born_before = [id(p) for p in before]
+    state = {k: Tensor(v.astype(dtype)) for k, v in state_arrays.items()}
+    outcome = attempt(target.load_state_dict, state)
+    facts = {"load": {"raised": list(outcome[1:])} if outcome[0] == "raised" else {"ok": True}}
+    after = attempt(lambda: list(target.parameters()))
+    if after[0] == "raised":
+        facts["after"] = {"raised": list(after[1:])}
+        return facts
+    facts["same_objects"] = [id(p) for p in after[1]] == born_before
+    facts["dtypes"] = [str(p.dtype) for p in after[1]]
+    facts["values"] = [np.array(p.data, dtype=np.float64) for p in after[1]]
+    for value in state.values():
+        value.data += 1.0
+    facts["after_state_changed"] = [np.array(p.data, dtype=np.float64) for p in after[1]]
+    return facts
+
+
+def _probe_state(cases, MiniModule):  # noqa: N803
+    data = {"registration": _registration_facts(MiniModule)}
+    if "raised" in data["registration"]["layer"]:
+        return data
+    kinds = _models(MiniModule, [])
+    built = attempt(lambda: _state_models(kinds))
+    if built[0] == "raised":
+        data["built"] = {"raised": list(built[1:])}
+        return data
+    data["states"] = [_state_record(attempt(m.state_dict), m) for _, m in built[1]]
+    rest = attempt(_state_rest, cases, kinds, data)
+    if rest[0] == "raised":
+        data["built"] = {"raised": list(rest[1:])}
+    return data
+
+
+def _state_rest(cases, kinds, data) -> None:
+    mine = _seq(kinds, 1)
+    data["mine"] = _state_record(attempt(mine.state_dict), mine)
+    x = np.random.default_rng([7, 2, cases["seed"]]).standard_normal((5, 4)).astype(np.float32)
+    data["mine_out"] = called(mine, ml.tensor(x))
+    source = _source_state(cases["seed"])
+    data["load64"] = _load_facts(kinds, source, np.float64)
+    data["load32"] = _load_facts(kinds, source, np.float32)
+    data["bad"] = []
+    for _, bad in _bad_states(source):
+        target = _seq(kinds, 2)
+        outcome = attempt(target.load_state_dict, {k: Tensor(v) for k, v in bad.items()})
+        data["bad"].append({
+            "load": {"raised": list(outcome[1:])} if outcome[0] == "raised" else {"ok": True},
+            "after": _numbers(target),
+        })  # fmt: skip
+
+
+def _bad_states(source: dict) -> list:
+    good = {k: v.copy() for k, v in source.items()}
+    return [
+        ("a missing key '2.bias'", {k: v for k, v in good.items() if k != "2.bias"}),
+        ("an unexpected key '2.scale'", {**good, "2.scale": np.ones(3)}),
+        ("'2.bias' of shape (4,) instead of (3,)", {**good, "2.bias": np.ones(4)}),
+    ]
+
+
+_BAD_KEYS = ("2.bias", "2.scale", "2.bias")
+
+
+def _judge_state_dict(what: str, rec, reference) -> dict:
+    raised_first(rec, what)
+    if "keys" not in rec:
+        raise Wrong(f"{what} returned {kind(rec)}; the contract is a dict")
+    keys = reference.state_dict()
+    expected = list(keys)
+    got = rec["keys"]
+    if got != expected:
+        missing = [k for k in expected if k not in got]
+        if missing:
+            raise Wrong(
+                f"{what} has no key {missing[0]!r}: every parameter is saved under its dotted "
+                "path, a tied one under each of its names, as in PyTorch's state_dict"
+            )
+        extra = [k for k in got if k not in expected]
+        if extra:
+            raise Wrong(f"{what} has the key {extra[0]!r}, which names no parameter of the model")
+        raise Wrong(f"{what}: the right keys in another order than the walk's")
+    for key, value in rec["values"].items():
+        if value["tensor"] is not True:
+            raise Wrong(
+                f"{what}[{key!r}] is a {value['kind']}, not a Tensor detached from the graph"
+            )
+        if value["grad"] is not False or value["kind"] == "Parameter":
+            raise Wrong(f"{what}[{key!r}] is the parameter itself (it requires grad)")
+        want = np.asarray(keys[key].data, dtype=np.float64)
+        if value["data"].shape != want.shape or not np.array_equal(value["data"], want):
+            raise Wrong(f"{what}: the value under {key!r} does not hold that parameter's numbers")
+    if rec["is_registry"] is not False:
+        raise Wrong(f"{what} returned the registry itself, not a new dict")
+    return rec["values"]
+
+
+def _judge_state(cases, data) -> str:  # noqa: C901  (one case after another)
+    _registration_message(data["registration"])
+    raised_first(data.get("built", {}), "building the models of your MiniModule")
+    kinds = _models(nn.Module, [])
+    for (description, reference), rec in zip(_state_models(kinds), data["states"], strict=True):
+        _judge_state_dict(f"state_dict() of {description}", rec, reference)
+    mine = _judge_state_dict("state_dict() of Seq(Layer(4, 8), ...)", data["mine"], _seq(kinds, 1))
+    theirs = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+    theirs.load_state_dict({k: Tensor(v["data"].astype(np.float32)) for k, v in mine.items()})
+    x = np.random.default_rng([7, 2, cases["seed"]]).standard_normal((5, 4)).astype(np.float32)
+    with ml.no_grad():
+        want = np.asarray(theirs(ml.tensor(x)).data, dtype=np.float64)
+    what = "nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3)).load_state_dict(yours)"
+    got = array_of(data["mine_out"], "your Seq(Layer(4, 8), Act(), Layer(8, 3))")
+    if got is None or got.shape != want.shape or not np.allclose(got, want, 1e-5, 1e-6):
+        raise Wrong(f"after {what}, the two models compute different outputs")
+    source = _source_state(cases["seed"])
+    names = list(source)
+    for facts, dtype in ((data["load64"], "float64"), (data["load32"], "float32")):
+        what = (
+            f"load_state_dict(a state dict of {dtype} tensors) on Seq(Layer(4, 8), Act(), "
+            "Layer(8, 3))"
+        )
+        raised_first(facts["load"], what)
+        raised_first(facts.get("after", {}), what)
+        if facts["same_objects"] is not True:
+            raise Wrong(
+                f"{what} replaced the Parameter objects, where an optimiser holds the old ones"
+            )
+        for name, dt, value in zip(names, facts["dtypes"], facts["values"], strict=True):
+            if dt != "float32":
+                raise Wrong(f"{what}: parameter {name!r} became {dt}, not the float32 it was")
+            if value.shape != source[name].shape or not np.allclose(value, source[name], 1e-6):
+                raise Wrong(f"{what}: parameter {name!r} does not hold the loaded numbers")
+        if dtype == "float32" and any(
+            np.allclose(a, b) for a, b in zip(facts["after_state_changed"],
+                                              [source[n] + 1.0 for n in names], strict=True)
+        ):  # fmt: skip
+            raise Wrong(
+                f"{what}: after loading, the model shares its arrays with the state dict "
+                "(changing the state dict changed the model)"
+            )
+    start = [np.asarray(p.data, dtype=np.float64) for p in _seq(kinds, 2).parameters()]
+    for (problem, _), key, facts in zip(_bad_states(source), _BAD_KEYS, data["bad"], strict=True):
+        what = f"load_state_dict(a state dict with {problem})"
+        load = facts["load"]
+        if "raised" not in load:
+            raise Wrong(
+                f"{what} raised no error: the keys and shapes differ from the model's own "
+                "state_dict()"
+            )
+        name, text = load["raised"]
+        if key not in str(text):
+            raise Wrong(f"{what} raised {name}, but its message does not name the key {key!r}")
+        after = facts["after"]
+        if len(after) != len(start) or any(
+            a.shape != b.shape or not np.array_equal(a, b)
+            for a, b in zip(after, start, strict=True)
+        ):
+            raise Wrong(
+                f"{what} raised an error, but only after changing some parameters: a "
+                "half-loaded model"
+            )
+    return (
+        "✓ state_dict names every parameter by its path, your model's state loads into the "
+        "package's nn.Sequential and back, and a state that does not fit changes nothing"
+    )
+
+
+EXERCISE_STATE = register(
+    Exercise(
+        check="check_module_state_dict",
+        chapter="07",
+        title="A Module of your own: the state dict",
+        probe=_probe_state,
+        judge=_judge_state,
+        cases=_module_cases,
+        forbidden=("Module",),
+    )
+)
+check_module_state_dict = EXERCISE_STATE.lab_check
 
 
 # --------------------------------------------------------------------------------------------
 # Exercise 2: a Linear layer from scratch
 
+_LINEAR_INPUTS = ((5, 4), (2, 5, 4), (4,))
 
-def check_linear(MyLinear) -> None:  # noqa: N803  (a class, named as one)
-    """MyLinear(in, out, bias=True): torch's shapes, names, forward, gradients and init."""
-    layer = call("MyLinear(4, 3)", MyLinear, 4, 3)
-    if not isinstance(layer, nn.Module):
-        raise AssertionError(
-            "MyLinear(4, 3) is not a Module: write `class MyLinear(nn.Module):` and call "
-            "super().__init__() first in __init__"
-        )
-    _check_parameters(layer, [("weight", (3, 4)), ("bias", (3,))], "MyLinear(4, 3)")
-    no_bias = call("MyLinear(4, 3, bias=False)", MyLinear, 4, 3, bias=False)
-    _check_parameters(no_bias, [("weight", (3, 4))], "MyLinear(4, 3, bias=False)")
-    for p in layer.parameters():
-        if p.dtype != ml.float32:
-            raise AssertionError(
-                f"MyLinear(4, 3): the parameters are {p.dtype}; make them float32, like "
-                "PyTorch's (np.zeros(..., dtype=np.float32), or ml.zeros)"
+
+def _linear_cases(seed: int) -> dict:
+    return {"seed": seed}
+
+
+def _linear_arrays(seed: int) -> dict:
+    rng = np.random.default_rng(7 if seed == 0 else [7, 4, seed])
+    out = {"weight": rng.standard_normal((3, 4)).astype(np.float32),
+           "bias": rng.standard_normal(3).astype(np.float32)}  # fmt: skip
+    out["x"] = [rng.standard_normal(s).astype(np.float32) for s in _LINEAR_INPUTS]
+    out["g"] = [np.random.default_rng([8, seed, i]).standard_normal((*s[:-1], 3)).astype(np.float32)
+                for i, s in enumerate(_LINEAR_INPUTS)]  # fmt: skip
+    return out
+
+
+def _layer_facts(MyLinear, args, kwargs) -> tuple:  # noqa: N803
+    made = attempt(MyLinear, *args, **kwargs)
+    if made[0] == "raised":
+        return None, {"made": {"raised": list(made[1:])}}
+    layer = made[1]
+    facts = {"made": {"ok": True}, "module": isinstance(layer, nn.Module)}
+    if not facts["module"]:
+        facts["type"] = type(layer).__name__
+        return None, facts
+
+    def describe():
+        return [
+            (str(n), [int(d) for d in p.shape], str(p.dtype), isinstance(p, nn.Parameter))
+            for n, p in layer.named_parameters()
+        ]
+
+    named = attempt(describe)
+    if named[0] == "raised":
+        facts["named"] = {"raised": list(named[1:])}
+        return None, facts
+    rows = named[1]
+    facts["named"] = {
+        "names": [r[0] for r in rows],
+        "shapes": [r[1] for r in rows],
+        "dtypes": [r[2] for r in rows],
+        "parameters": [r[3] for r in rows],
+    }
+    return layer, facts
+
+
+def _forward_run(layer, arrays, bias: bool) -> list:
+    runs = []
+    set_up = attempt(_set_linear, layer, arrays, bias)
+    if set_up[0] == "raised":
+        return [{"raised": list(set_up[1:])}]
+    for x_np, g in zip(arrays["x"], arrays["g"], strict=True):
+        x = Tensor(x_np.copy(), requires_grad=True)
+        attempt(layer.zero_grad)
+        made = attempt(layer, x)
+        if made[0] == "raised":
+            runs.append({"out": {"raised": list(made[1:])}})
+            continue
+        facts = {"out": record(made[1])}
+        out = made[1]
+        if isinstance(out, Tensor) and out.grad_fn is not None and out.shape == g.shape:
+            facts["backward"] = called(out.backward, g)
+            facts["grads"] = [record(x.grad), record(layer.weight.grad)] + (
+                [record(layer.bias.grad)] if bias else []
             )
-    _check_forward(layer, "MyLinear(4, 3)", bias=True)
-    _check_forward(no_bias, "MyLinear(4, 3, bias=False)", bias=False)
-    _check_wrong_features(layer)
-    _check_init(MyLinear)
-    print(
-        "✓ MyLinear has PyTorch's parameters, forward, gradients and initialisation, and "
-        "says clearly when the input has the wrong number of features"
-    )
+        runs.append(facts)
+    return runs
 
 
-def _check_parameters(layer, expected: list, what: str) -> None:
-    got = [(name, tuple(p.shape)) for name, p in layer.named_parameters()]
+def _set_linear(layer, arrays, bias: bool) -> None:
+    layer.weight.data = arrays["weight"].copy()
+    if bias:
+        layer.bias.data = arrays["bias"].copy()
+
+
+def _probe_linear(cases, MyLinear):  # noqa: N803
+    arrays = _linear_arrays(cases["seed"])
+    package = package_kinds(MyLinear, ("Linear",), nn)
+    layer, facts = _layer_facts(MyLinear, (4, 3), {})
+    if layer is not None:
+        package += package_kinds(layer, ("Linear",), nn)
+    if package:
+        return {"package": package}
+    no_bias, facts_nb = _layer_facts(MyLinear, (4, 3), {"bias": False})
+    data = {"layer": facts, "no_bias": facts_nb}
+    if layer is None or no_bias is None:
+        return data
+    data["forward"] = _forward_run(layer, arrays, True)
+    data["forward_nb"] = _forward_run(no_bias, arrays, False)
+    data["features"] = called(layer, ml.ones(5, 3))
+    draws = []
+    for _ in range(2):
+        ml.manual_seed(0)
+        big, facts = _layer_facts(MyLinear, (400, 300), {})
+        draws.append(facts if big is None else {
+            "made": {"ok": True}, "weight": np.array(big.weight.data, dtype=np.float64),
+            "bias": np.array(big.bias.data, dtype=np.float64)})  # fmt: skip
+    data["init"] = draws
+    return data
+
+
+def _judge_parameters(facts, expected: list, what: str) -> None:
+    raised_first(facts["made"], what, "Is super().__init__() called first in __init__?")
+    if facts["module"] is not True:
+        raise Wrong(f"{what} is a {facts.get('type', '?')}, not a Module")
+    raised_first(facts["named"], f"{what}.named_parameters()")
+    named = facts["named"]
+    names, shapes = named["names"], [tuple(s) for s in named["shapes"]]
+    if not all(q is True for q in named["parameters"]):
+        names = [n for n, q in zip(names, named["parameters"], strict=True) if q is True]
+    got = list(zip(names, shapes, strict=False))
     if got == expected:
+        for dtype in named["dtypes"]:
+            if dtype != "float32":
+                raise Wrong(f"{what}: the parameters are {dtype}, where PyTorch's are float32")
         return
-    names = [name for name, _ in got]
     if sorted(names) != sorted(n for n, _ in expected):
-        raise AssertionError(
-            f"{what} has the parameters {names}, PyTorch's has {[n for n, _ in expected]}: "
-            "assign nn.Parameter objects to self.weight (and self.bias unless bias=False, "
-            "when self.bias = None)"
+        raise Wrong(
+            f"{what} has the parameters {names}, PyTorch's has {[n for n, _ in expected]} "
+            "(nn.Parameter objects; self.bias = None when bias=False)"
         )
-    shapes = dict(got)
-    if shapes.get("weight") == expected[0][1][::-1]:
-        raise AssertionError(
-            f"{what}: weight has shape {shapes['weight']}; PyTorch stores it as "
-            "(out_features, in_features) and computes x @ weight.T"
+    shape_of = dict(got)
+    if shape_of.get("weight") == expected[0][1][::-1]:
+        raise Wrong(
+            f"{what}: weight has shape {shape_of['weight']}, where PyTorch stores it as "
+            "(out_features, in_features)"
         )
     if names != [n for n, _ in expected]:
-        raise AssertionError(f"{what}: assign self.weight before self.bias, as PyTorch does")
-    raise AssertionError(f"{what}: the parameter shapes {got} are not (out, in) and (out,)")
+        raise Wrong(f"{what}: bias is assigned before weight, where PyTorch assigns weight first")
+    raise Wrong(f"{what}: the parameter shapes {got} are not (out, in) and (out,)")
 
 
-def _check_forward(layer, what: str, bias: bool) -> None:
-    rng = np.random.default_rng(7)
-    weight = rng.standard_normal((3, 4)).astype(np.float32)
-    layer.weight.data = weight
-    b = rng.standard_normal(3).astype(np.float32)
-    if bias:
-        layer.bias.data = b
-    for shape in [(5, 4), (2, 5, 4), (4,)]:
-        x_data = rng.standard_normal(shape).astype(np.float32)
-        x = Tensor(x_data, requires_grad=True)
-        layer.zero_grad()
-        out = call(f"{what} on an input of shape {shape}", layer, x)
-        expected = x_data @ weight.T + (b if bias else 0)
-        if not isinstance(out, Tensor):
-            raise AssertionError(f"{what} returned a {type(out).__name__}, not a Tensor")
+def _judge_forward(runs, arrays, what: str, bias: bool) -> None:
+    if len(runs) != len(_LINEAR_INPUTS):
+        raised_first(runs[0] if runs else {}, what)
+        raise Wrong(f"{what}: the results could not be read")
+    weight, b = arrays["weight"].astype(np.float64), arrays["bias"].astype(np.float64)
+    for shape, x_np, g, facts in zip(_LINEAR_INPUTS, arrays["x"], arrays["g"], runs, strict=True):
+        x64, g64 = x_np.astype(np.float64), g.astype(np.float64)
+        raised_first(facts["out"], f"{what} on an input of shape {shape}")
+        if "tensor" not in facts["out"]:
+            raise Wrong(f"{what} returned a {kind(facts['out'])}, not a Tensor")
+        out = array_of(facts["out"], what)
+        expected = x64 @ weight.T + (b if bias else 0)
         if out.shape != expected.shape:
-            raise AssertionError(
+            raise Wrong(
                 f"{what} on an input of shape {shape} gave shape {out.shape}; it should keep "
                 "every dimension but the last, which becomes out_features"
             )
-        if not np.allclose(out.data, expected, rtol=1e-5, atol=1e-5):
+        if not np.allclose(out, expected, rtol=1e-5, atol=1e-5):
             words = "x @ weight.T" + (" + bias" if bias else "")
-            if bias and np.allclose(out.data, x_data @ weight.T, rtol=1e-5, atol=1e-5):
-                words = "the bias is missing: x @ weight.T + bias"
-            raise AssertionError(f"{what} on an input of shape {shape}: the output is not {words}")
-        if out.grad_fn is None:
-            raise AssertionError(
+            if bias and np.allclose(out, x64 @ weight.T, rtol=1e-5, atol=1e-5):
+                words = "x @ weight.T + bias: the bias is missing"
+            raise Wrong(f"{what} on an input of shape {shape}: the output is not {words}")
+        if facts["out"]["grad_fn"] is not True:
+            raise Wrong(
                 f"{what}: the output has no graph (grad_fn is None), so no gradient can reach "
-                "the weights. Compute it with tensor operations (@, .T, +), not on .data"
+                "the weights"
             )
-        g = np.random.default_rng(8).standard_normal(out.shape).astype(np.float32)
-        out.backward(g)
-        g2, x2 = g.reshape(-1, 3), x_data.reshape(-1, 4)
-        wanted = [("the input", x.grad, g @ weight), ("weight", layer.weight.grad, g2.T @ x2)]
+        raised_first(facts["backward"], f"backward through {what}")
+        g2, x2 = g64.reshape(-1, 3), x64.reshape(-1, 4)
+        wanted = [("the input", g64 @ weight), ("weight", g2.T @ x2)]
         if bias:
-            wanted.append(("bias", layer.bias.grad, g2.sum(axis=0)))
-        for name, got, exact in wanted:
+            wanted.append(("bias", g2.sum(axis=0)))
+        for (name, exact), rec in zip(wanted, facts["grads"], strict=True):
+            got = array_of(rec, f"{what}: {name}'s gradient")
             if got is None:
-                raise AssertionError(
-                    f"{what} on an input of shape {shape}: no gradient reached {name}. Compute "
-                    "the output with tensor operations on x and the parameters themselves "
-                    "(@, .T, +), not on their .data arrays"
+                raise Wrong(
+                    f"{what} on an input of shape {shape}: no gradient reached {name} (is the "
+                    "output computed on .data arrays?)"
                 )
-            if not np.allclose(got, exact, rtol=1e-4, atol=1e-4):
-                raise AssertionError(
-                    f"{what} on an input of shape {shape}: the gradient of {name} is wrong"
-                )
-    layer.zero_grad()
+            if got.shape != exact.shape or not np.allclose(got, exact, rtol=1e-4, atol=1e-4):
+                raise Wrong(f"{what} on an input of shape {shape}: the gradient of {name} is wrong")
 
 
-def _check_wrong_features(layer) -> None:
-    x = ml.ones(5, 3)
-    try:
-        layer(x)
-    except ValueError as error:
-        text = str(error)
-        if "(5, 3)" in text and "4" in text and ("Linear" in text or "in_features" in text):
-            return
-        raise AssertionError(
-            "MyLinear(4, 3) on an input of shape (5, 3) raised ValueError, but its message "
-            f"{text!r} should name the layer (MyLinear), the input's shape (5, 3) and the "
-            "in_features it expects (4)"
-        ) from None
-    except Exception as error:
-        raise AssertionError(
-            "MyLinear(4, 3) on an input of shape (5, 3) raised "
-            f"{type(error).__name__}: {error}; check the features yourself first and raise a "
-            "ValueError that names the input's shape and in_features"
-        ) from None
-    raise AssertionError(
-        "MyLinear(4, 3) accepted an input of shape (5, 3); it must raise a ValueError that "
-        "names the shape and the 4 features it expects"
-    )
+def _judge_wrong_features(rec) -> None:
+    what = "MyLinear(4, 3) on an input of shape (5, 3)"
+    if not isinstance(rec, dict):
+        raise Wrong(f"{what}: its result has a form no answer gives")
+    if "raised" not in rec:
+        raise Wrong(
+            f"{what} was accepted, where the contract raises a ValueError that names the shape "
+            "and the 4 features it expects"
+        )
+    name, text = rec["raised"]
+    if name != "ValueError":
+        raise Wrong(f"{what} raised {name}: {text}, where the contract raises a ValueError")
+    if not ("(5, 3)" in text and "4" in text and ("Linear" in text or "in_features" in text)):
+        raise Wrong(
+            f"{what} raised ValueError, but its message {text!r} does not name the layer "
+            "(MyLinear), the input's shape (5, 3) and the in_features it expects (4)"
+        )
 
 
-def _check_init(MyLinear) -> None:  # noqa: N803
+def _judge_init(draws) -> None:
     what = "MyLinear(400, 300)"
-    ml.manual_seed(0)
-    layer = call(what, MyLinear, 400, 300)
-    ml.manual_seed(0)
-    again = call(what, MyLinear, 400, 300)
-    w, b = layer.weight.data.astype(np.float64), layer.bias.data.astype(np.float64)
+    for facts in draws:
+        raised_first(facts["made"], what)
+    w, b = draws[0]["weight"], draws[0]["bias"]
     bound = 1 / math.sqrt(400)
-    if not np.array_equal(w, again.weight.data):
-        raise AssertionError(
-            f"{what}: after ml.manual_seed(0), two layers got different weights. Draw the "
-            "random numbers with ml.rand / ml.randn (or nn.init), so the seed repeats them"
+    if w.shape != (300, 400) or b.shape != (300,):
+        raise Wrong(f"{what}: the parameters do not have the shapes (300, 400) and (300,)")
+    if not np.array_equal(w, draws[1]["weight"]):
+        raise Wrong(
+            f"{what}: after ml.manual_seed(0), two layers got different weights: the draws do "
+            "not come from the stream ml.manual_seed resets"
         )
     if np.all(w == 0) or np.all(w == w.flat[0]):
-        raise AssertionError(
-            f"{what}: every weight is the same number. Equal weights make every output the "
-            "same function of the input, and they stay equal in training; draw them at random"
+        raise Wrong(
+            f"{what}: every weight is the same number: every output is then the same function "
+            "of the input, and they stay equal in training"
         )
     if not np.allclose(np.abs(w).max(), bound, rtol=0.01):
         if abs(w.std() - bound / math.sqrt(3)) < 0.03 * bound:
             problem = "the weights have the right spread but not PyTorch's distribution"
         else:
             problem = "the weights are not spread like PyTorch's"
-        raise AssertionError(
-            f"{what}: {problem}. PyTorch draws them uniformly from (-k, k) with "
-            "k = 1/sqrt(in_features); with 400 inputs that is ±0.05"
+        raise Wrong(
+            f"{what}: {problem}, uniformly over (-k, k) with k = 1/sqrt(in_features), which "
+            "with 400 inputs is ±0.05"
         )
     if abs(w.mean()) > 0.01 * bound or abs(w.std() - bound / math.sqrt(3)) > 0.02 * bound:
-        raise AssertionError(
+        raise Wrong(
             f"{what}: the weights are not spread evenly over (-k, k), k = 1/sqrt(in_features)"
         )
     if np.all(b == 0):
-        raise AssertionError(
-            f"{what}: the bias is all zeros; PyTorch draws the bias from (-k, k) too, with the "
-            "same k = 1/sqrt(in_features)"
-        )
+        raise Wrong(f"{what}: the bias is all zeros, where PyTorch draws it from (-k, k) too")
     if np.abs(b).max() > bound * 1.0001 or np.abs(b).max() < 0.9 * bound:
-        raise AssertionError(
-            f"{what}: the bias is not drawn from (-k, k) with k = 1/sqrt(in_features)"
-        )
+        raise Wrong(f"{what}: the bias is not drawn from (-k, k) with k = 1/sqrt(in_features)")
+
+
+def _package_message(what: str, package) -> str:
+    names = [str(n) for n in package] if isinstance(package, list) and package else ["class"]
+    return (
+        f"{what} is (or keeps) minilucid's own {names[0]} and lets it do the work: nothing of "
+        "it is yours"
+    )
+
+
+def _judge_linear(cases, data) -> str:
+    arrays = _linear_arrays(cases["seed"])
+    if "package" in data:
+        raise Wrong(_package_message("MyLinear", data["package"]))
+    _judge_parameters(data["layer"], [("weight", (3, 4)), ("bias", (3,))], "MyLinear(4, 3)")
+    _judge_parameters(data["no_bias"], [("weight", (3, 4))], "MyLinear(4, 3, bias=False)")
+    _judge_forward(data["forward"], arrays, "MyLinear(4, 3)", bias=True)
+    _judge_forward(data["forward_nb"], arrays, "MyLinear(4, 3, bias=False)", bias=False)
+    _judge_wrong_features(data["features"])
+    _judge_init(data["init"])
+    return (
+        "✓ MyLinear has PyTorch's parameters, forward, gradients and initialisation, and "
+        "says clearly when the input has the wrong number of features"
+    )
+
+
+EXERCISE_LINEAR = register(
+    Exercise(
+        check="check_linear",
+        chapter="07",
+        title="A Linear layer from scratch",
+        probe=_probe_linear,
+        judge=_judge_linear,
+        cases=_linear_cases,
+        forbidden=("Linear", "linear"),
+    )
+)
+check_linear = EXERCISE_LINEAR.lab_check
 
 
 # --------------------------------------------------------------------------------------------
@@ -712,58 +994,87 @@ def activation_stds(model, batch: int = 512, seed: int = 1) -> list:
     return stds
 
 
-def check_relu_init(init_for_relu) -> None:
-    """model.apply(init_for_relu): He (Kaiming) normal for every Linear, bias zero, nothing else."""
-    ml.manual_seed(0)
-    model = deep_relu_mlp()
-    call("model.apply(init_for_relu)", model.apply, init_for_relu)
-    for name, module in model.named_modules():
-        if not isinstance(module, nn.Linear):
-            continue
-        w = module.weight.data.astype(np.float64)
+def _init_cases(seed: int) -> dict:
+    return {"seed": seed}
+
+
+def _probe_init(cases, init_for_relu):
+    model = deep_relu_mlp(seed=cases["seed"])
+    applied = called(model.apply, init_for_relu)
+    layers = [{"weight": np.array(m.weight.data), "bias": np.array(m.bias.data)}
+              for m in model if isinstance(m, nn.Linear)]  # fmt: skip
+    return {"applied": applied, "layers": layers, "gain": np.array(model[-1].gain.data)}
+
+
+def _judge_init_fn(cases, data) -> str:
+    raised_first(data["applied"], "model.apply(init_for_relu)")
+    model = deep_relu_mlp(seed=cases["seed"])
+    linears = [(i, m) for i, m in enumerate(model) if isinstance(m, nn.Linear)]
+    if len(data["layers"]) != len(linears):
+        raise Wrong("model.apply(init_for_relu): the layers could not be read")
+    for (index, module), facts in zip(linears, data["layers"], strict=True):
+        name = str(index)
+        w = np.asarray(facts["weight"], dtype=np.float64)
+        b = np.asarray(facts["bias"], dtype=np.float64)
+        if w.shape != tuple(module.weight.shape) or b.shape != tuple(module.bias.shape):
+            raise Wrong(f"layer {name}: the weight or the bias changed shape")
         fan_in = w.shape[1]
         std = math.sqrt(2 / fan_in)
-        if module.bias is not None and np.any(module.bias.data != 0):
-            raise AssertionError(
-                f"layer {name}: the bias is not zero. With zero biases every layer starts as a "
-                "pure scaling of its input, and the spread of the activations is set by the "
-                "weights alone"
+        if np.any(b != 0):
+            raise Wrong(
+                f"layer {name}: the bias is not zero (with zero biases every layer starts as a "
+                "pure scaling of its input, and the spread is set by the weights alone)"
             )
         if abs(w.mean()) > 0.05 * std or abs(w.std() - std) > 0.05 * std:
             fan_out = w.shape[0]
             gain_one = [1 / math.sqrt(fan_in), math.sqrt(2 / (fan_in + fan_out))]
             if fan_in != fan_out and abs(w.std() - std * math.sqrt(fan_in / fan_out)) < 0.05 * std:
-                hint = "its spread uses the fan-out; the forward pass needs fan_in (mode='fan_in')"
+                hint = "its spread uses the fan-out, where the forward pass needs fan_in"
             elif any(abs(w.std() - s) < 0.05 * s for s in gain_one):
                 hint = (
                     "this spread suits layers that keep the variance (gain 1), but a ReLU "
-                    "zeroes half of its input: the gain for 'relu' is sqrt(2)"
+                    "zeroes half of its input"
                 )
             else:
-                hint = "for a ReLU network the weights need std sqrt(2 / fan_in)"
-            raise AssertionError(
-                f"layer {name} (weight of shape {tuple(w.shape)}, fan_in {fan_in}): {hint}"
-            )
+                hint = "the weights' spread is not the one a ReLU network needs"
+            raise Wrong(f"layer {name} (weight of shape {tuple(w.shape)}, fan_in {fan_in}): {hint}")
         if np.abs(w).max() < 3 * std:
-            raise AssertionError(
-                f"layer {name}: the weights are spread like a uniform distribution; this "
-                "exercise asks for the normal one (nn.init.kaiming_normal_)"
+            raise Wrong(
+                f"layer {name}: the weights are spread like a uniform distribution, where this "
+                "exercise asks for the normal one"
             )
-    head = model[-1].gain.data
-    if not np.array_equal(head, np.ones(1, dtype=np.float32)):
-        raise AssertionError(
+    gain = np.asarray(data["gain"])
+    if gain.shape != (1,) or not np.array_equal(gain, np.ones(1, dtype=np.float32)):
+        raise Wrong(
             "init_for_relu changed the parameter of a module that is not a Linear (a learned "
-            "gain, set to 1 on purpose). Change only nn.Linear modules: test isinstance"
+            "gain, set to 1 on purpose)"
         )
+    for (_, module), facts in zip(linears, data["layers"], strict=True):
+        module.weight.data = np.asarray(facts["weight"], dtype=np.float32)
+        module.bias.data = np.asarray(facts["bias"], dtype=np.float32)
     stds = activation_stds(model)
     if not 0.5 < stds[-1] / stds[0] < 2:
-        raise AssertionError(
+        raise Wrong(
             "after your initialisation, the activations' spread changes by a factor "
-            f"{stds[-1] / stds[0]:.3g} over 20 layers; it should stay within 2x"
+            f"{stds[-1] / stds[0]:.3g} over 20 layers, more than 2x"
         )
-    default = activation_stds(deep_relu_mlp())
-    print(
+    default = activation_stds(deep_relu_mlp(seed=cases["seed"]))
+    return (
         f"✓ init_for_relu keeps the activations' spread steady through 20 ReLU layers "
         f"(std {stds[0]:.2f} after the first, {stds[-1]:.2f} after the last; PyTorch's "
         f"default initialisation shrinks it to {default[-1]:.1e})"
     )
+
+
+EXERCISE_INIT = register(
+    Exercise(
+        check="check_relu_init",
+        chapter="07",
+        title="An initialisation for deep ReLU networks",
+        probe=_probe_init,
+        judge=_judge_init_fn,
+        cases=_init_cases,
+        forbidden=("kaiming_uniform_",),
+    )
+)
+check_relu_init = EXERCISE_INIT.lab_check

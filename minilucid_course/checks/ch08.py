@@ -1,23 +1,33 @@
-"""Checks for the exercises of chapter 08 (optimisers).
+"""Checks for the exercises of chapter 08 (optimisers), as probes and judges.
 
-Each check drives the learner's optimiser with a fixed sequence of gradients, compares every step
-with the equations, and, when a step differs, tries the usual mistakes one by one to say which one
-it looks like. It raises AssertionError with a plain-words message, or prints one line.
+Each probe drives the learner's optimiser with seeded gradients and returns the parameters after
+every step (and what it keeps in its state) as plain data; each judge rebuilds the gradients,
+computes every step from the equations itself, and, when a step differs, tries the usual
+mistakes one by one to say which one it looks like, in one line.
 """
 
 from __future__ import annotations
 
 import math
+import types
 
 import numpy as np
 
 import minilucid as ml
 from minilucid.optim import Optimizer
-from minilucid.tensor import Tensor
-from minilucid_course.checks.common import call, cases_of, frozen, not_the_package_inside
+from minilucid_course.checks.common import attempt
+from minilucid_course.checks.exercise import Exercise, Wrong, register
+from minilucid_course.checks.outcomes import (
+    array_of,
+    called,
+    kind,
+    package_kinds,
+    raised_first,
+    record,
+    value_of,
+)
 
-# two parameters that get gradients; a third, (1,), never does
-SHAPES = frozen(__name__, "SHAPES", [(3,), (2, 2)])
+SHAPES = ((3,), (2, 2))  # two parameters that get gradients; a third, (1,), never does
 
 
 def _show(x) -> str:
@@ -25,12 +35,12 @@ def _show(x) -> str:
     return " ".join(text.split())
 
 
-def _gradients(steps: int, seed: int, small: bool = False) -> list:
+def _gradients(steps: int, seed: int, run: int, small: bool = False) -> list:
     """Per step, one gradient per parameter: signs and sizes vary (tiny ones too if `small`)."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng([8, run, seed])
     out = []
     for _ in range(steps):
-        grads = [rng.normal(size=s) for s in cases_of(__name__, "SHAPES")]
+        grads = [rng.normal(size=s) for s in SHAPES]
         if small:  # one entry of each around 1e-3: there eps matters
             grads = [
                 g * np.where(np.arange(g.size).reshape(g.shape) == 0, 1e-3, 1.0) for g in grads
@@ -40,62 +50,104 @@ def _gradients(steps: int, seed: int, small: bool = False) -> list:
 
 
 def _start() -> list:
-    return [
-        np.linspace(-1.0, 1.0, int(np.prod(s))).reshape(s) for s in cases_of(__name__, "SHAPES")
-    ] + [np.ones(1)]
+    return [np.linspace(-1.0, 1.0, int(np.prod(s))).reshape(s) for s in SHAPES] + [np.ones(1)]
 
 
-def _drive(make, gradients, what: str, after_step) -> tuple:
-    """Make the optimiser on fresh float64 leaves, feed it the gradients, call after_step(k, ps).
+def _raised(outcome) -> dict:
+    return {"raised": list(outcome[1:])}
 
-    Returns the optimiser and its parameters.
-    """
+
+def _drive(make, gradients) -> tuple:
+    """In the probe: make the optimiser on fresh float64 leaves, feed it the gradients.
+
+    Returns (plain data: every parameter after every step, whether its array stayed the same;
+    the optimiser or None; the parameters)."""
     params = [ml.tensor(v.copy(), requires_grad=True) for v in _start()]
     arrays = [p.data for p in params]
-    opt = call(f"creating {what}", make, params)
-    for k, grads in enumerate(gradients, start=1):
+    outcome = attempt(make, params)
+    if outcome[0] == "raised":
+        return {"made": _raised(outcome)}, None, params
+    opt, steps = outcome[1], []
+    for grads in gradients:
         for p, g in zip(params, grads, strict=False):
             p.grad = g.copy()
         params[2].grad = None
-        call(f"{what}.step() (step {k})", opt.step)
-        for i, p in enumerate(params):
-            if p.data is not arrays[i]:
-                raise AssertionError(
-                    f"after step {k}, parameter {i}'s .data is a new array. Write into the array "
-                    "the tensor already has: p.data -= ... (a model holds on to that one)."
+        done = attempt(opt.step)
+        if done[0] == "raised":
+            steps.append(_raised(done))
+            break
+        steps.append({
+            "params": [np.array(p.data, dtype=np.float64) for p in params],
+            "same": [p.data is a for p, a in zip(params, arrays, strict=True)],
+        })  # fmt: skip
+    return {"made": {"ok": True}, "steps": steps}, opt, params
+
+
+def _state_keys(opt, params) -> dict:
+    outcome = attempt(lambda: [sorted(str(k) for k in opt.state[p]) for p in params[:2]])
+    return _raised(outcome) if outcome[0] == "raised" else {"keys": outcome[1]}
+
+
+def _compare(what: str, run: dict, expected: list, mistakes: dict, start: list) -> None:
+    """In the judge: raise Wrong naming the first step and parameter that differ."""
+    raised_first(run["made"], f"creating {what}")
+    steps = run["steps"]
+    if len(steps) > len(expected):
+        raise Wrong(f"{what}: more steps were recorded than taken")
+    for k, (step, want_step) in enumerate(zip(steps, expected, strict=False), start=1):
+        raised_first(step, f"{what}.step() (step {k})")
+        got_all = [np.asarray(a, dtype=np.float64) for a in step["params"]]
+        if len(got_all) != 3 or len(step["same"]) != 3:
+            raise Wrong(f"{what}: after step {k}, the parameters could not be read")
+        for i, same in enumerate(step["same"]):
+            if same is not True:
+                raise Wrong(
+                    f"after step {k}, parameter {i}'s .data is a new array, where a model holds "
+                    "on to the one the tensor had"
                 )
-        after_step(k, params)
-    return opt, params
-
-
-def _compare(k: int, params, expected, mistakes: dict, what: str) -> None:
-    """Raise naming the first parameter that differs from `expected` after step k."""
-    for i, (p, want) in enumerate(zip(params, expected, strict=True)):
-        got = p.data
-        if np.allclose(got, want, rtol=1e-9, atol=1e-12):
-            continue
-        if i == 2:
-            raise AssertionError(
-                f"parameter 2 has no gradient (its .grad is None), yet {what}.step() changed it "
-                f"from {_show(_start()[2])} to {_show(got)}; skip parameters whose grad is None"
+        if k == 1 and all(
+            g.shape == s.shape and np.array_equal(g, s) for g, s in zip(got_all, start, strict=True)
+        ):
+            raise Wrong(
+                "after step 1 no parameter changed: `p = p - ...` or `p -= ...` on a tensor "
+                "only rebinds the name p"
             )
-        if not np.all(np.isfinite(got)):
-            words = f"it holds {_show(got)}"
-            if "t from 0" in mistakes:
-                words += mistakes["t from 0"][1]
-            raise AssertionError(f"after step {k}, parameter {i}: {words}")
-        for _, (trajectory, explanation) in mistakes.items():
-            if trajectory is not None and np.allclose(
-                got, trajectory[k - 1][i], rtol=1e-9, atol=1e-12
-            ):
-                raise AssertionError(f"after step {k}, parameter {i}: {explanation}")
-        raise AssertionError(
-            f"after step {k}, parameter {i}: expected {_show(want)}, got {_show(got)}"
-        )
+        for i, (got, want) in enumerate(zip(got_all, want_step, strict=True)):
+            if got.shape == want.shape and np.allclose(got, want, rtol=1e-9, atol=1e-12):
+                continue
+            if i == 2:
+                raise Wrong(
+                    f"parameter 2 has no gradient (its .grad is None), yet {what}.step() "
+                    f"changed it from {_show(start[2])} to {_show(got)}"
+                )
+            if not np.all(np.isfinite(got)):
+                words = f"it holds {_show(got)}"
+                if "t from 0" in mistakes:
+                    words += mistakes["t from 0"][1]
+                raise Wrong(f"after step {k}, parameter {i}: {words}")
+            for trajectory, explanation in mistakes.values():
+                if trajectory is not None and np.allclose(
+                    got, trajectory[k - 1][i], rtol=1e-9, atol=1e-12
+                ):
+                    raise Wrong(f"after step {k}, parameter {i}: {explanation}")
+            raise Wrong(f"after step {k}, parameter {i}: expected {_show(want)}, got {_show(got)}")
+    if len(steps) != len(expected):
+        raise Wrong(f"{what}: fewer steps were recorded than taken")
 
 
 # --------------------------------------------------------------------------------------------
 # Exercise 1: SGD with momentum
+
+_SGD_RUNS = (  # (lr, momentum, the lrs and momenta per parameter, run, two groups)
+    (0.1, 0.9, [0.1, 0.1], [0.9, 0.9], 1, False),
+    (0.1, None, [0.1, 0.1], [0.0, 0.0], 2, False),
+    (0.01, 1.0, [0.01, 0.01], [1.0, 1.0], 4, False),  # momentum 1 is still momentum
+    (0.2, 0.9, [0.05, 0.2], [0.9, 0.5], 3, True),
+)
+
+
+def _sgd_cases(seed: int) -> dict:
+    return {"seed": seed, "runs": [list(r) for r in _SGD_RUNS]}
 
 
 def _sgd_reference(gradients, lrs, mus, ema=False, swap=False, sign=1.0):
@@ -119,76 +171,92 @@ def _sgd_reference(gradients, lrs, mus, ema=False, swap=False, sign=1.0):
     return out
 
 
-def _sgd_run(make, lrs, mus, seed) -> None:
-    gradients = _gradients(8, seed)
-    expected = _sgd_reference(gradients, lrs, mus)
-    mistakes = {
-        "no momentum": (
-            _sgd_reference(gradients, lrs, [0.0, 0.0]),
-            "this is plain SGD: the momentum buffer is not used (or not kept from one step to "
-            "the next in self.state[p])",
-        ),
-        "ema": (
-            _sgd_reference(gradients, lrs, mus, ema=True),
-            "the gradient is weighted by (1 - momentum); PyTorch's SGD adds it whole: "
-            "v <- momentum * v + g",
-        ),
-        "swap": (
-            _sgd_reference(gradients, lrs, mus, swap=True),
-            "momentum multiplies the new gradient instead of the old buffer: v <- momentum * v + g",
-        ),
-        "uphill": (
-            _sgd_reference(gradients, lrs, mus, sign=-1.0),
-            "it moved uphill: subtract lr * v from p",
-        ),
-    }
-    mistakes = {k: v for k, v in mistakes.items() if v[0] is not None}
+def _sgd_maker(MySGD, lr, momentum, two_groups):  # noqa: N803
+    def make(ps):
+        if two_groups:
+            groups = [{"params": ps[:1], "lr": 0.05}, {"params": ps[1:], "momentum": 0.5}]
+            return MySGD(groups, lr=lr, momentum=momentum)
+        return MySGD(ps, lr=lr) if momentum is None else MySGD(ps, lr=lr, momentum=momentum)
 
-    def after_step(k, params):
-        if k == 1 and all(np.array_equal(p.data, s) for p, s in zip(params, _start(), strict=True)):
-            raise AssertionError(
-                "after step 1 no parameter changed. `p = p - ...` or `p -= ...` on a tensor "
-                "only rebinds the name p; write into the array: p.data -= lr * v"
-            )
-        _compare(k, params, expected[k - 1], mistakes, "MySGD")
-
-    opt, params = _drive(make, gradients, "MySGD", after_step)
-    for i, p in enumerate(params[:2]):
-        if mus[i] and "momentum_buffer" not in opt.state[p]:
-            raise AssertionError(
-                f"the trajectory is right, but self.state[p] of parameter {i} has no "
-                "'momentum_buffer'; keep the buffer there (state_dict saves self.state)"
-            )
+    return make
 
 
-def check_sgd(MySGD) -> None:
-    """MySGD(params, lr, momentum) against SGD's equations, in one group and in two."""
-    if isinstance(MySGD, type) and issubclass(MySGD, ml.optim.SGD):
-        raise AssertionError("MySGD inherits from minilucid's SGD: write step() on Optimizer")
-    _sgd_run(lambda ps: MySGD(ps, lr=0.1, momentum=0.9), [0.1, 0.1], [0.9, 0.9], seed=1)
-    _sgd_run(lambda ps: MySGD(ps, lr=0.1), [0.1, 0.1], [0.0, 0.0], seed=2)
-    # momentum 1 (no decay at all) is still momentum: nothing special happens at 1
-    _sgd_run(lambda ps: MySGD(ps, lr=0.01, momentum=1.0), [0.01, 0.01], [1.0, 1.0], seed=4)
+def _probe_sgd(cases, MySGD):  # noqa: N803
+    data = {"subclass": isinstance(MySGD, type) and issubclass(MySGD, ml.optim.SGD), "runs": []}
+    if data["subclass"]:
+        return data
+    for lr, momentum, _, _, run, two in cases["runs"]:
+        gradients = _gradients(8, cases["seed"], run)
+        facts, opt, params = _drive(_sgd_maker(MySGD, lr, momentum, two), gradients)
+        if opt is not None:
+            facts["state"] = _state_keys(opt, params)
+        data["runs"].append(facts)
+    return data
 
-    def two_groups(ps):
-        groups = [{"params": ps[:1], "lr": 0.05}, {"params": ps[1:], "momentum": 0.5}]
-        return MySGD(groups, lr=0.2, momentum=0.9)
 
-    try:
-        _sgd_run(two_groups, [0.05, 0.2], [0.9, 0.5], seed=3)
-    except AssertionError as error:
-        raise AssertionError(
-            f"with two parameter groups (lr 0.05 and 0.2, momentum 0.9 and 0.5): {error}. "
-            "Read lr and momentum from each group: for group in self.param_groups: "
-            "group['lr'], ..."
-        ) from None
-    print("✓ MySGD follows v <- momentum * v + g, p <- p - lr * v, in every parameter group")
+def _judge_sgd(cases, data) -> str:
+    if data["subclass"] is not False:
+        raise Wrong("MySGD inherits from minilucid's SGD: its step is the package's, not yours")
+    for (_, _, lrs, mus, run, two), facts in zip(cases["runs"], data["runs"], strict=True):
+        gradients = _gradients(8, cases["seed"], run)
+        mistakes = {
+            "no momentum": (
+                _sgd_reference(gradients, lrs, [0.0, 0.0]),
+                "this is plain SGD: the momentum buffer is not used (or not kept from one step "
+                "to the next)",
+            ),
+            "ema": (
+                _sgd_reference(gradients, lrs, mus, ema=True),
+                "the gradient is weighted by (1 - momentum), where PyTorch's SGD adds it whole",
+            ),
+            "swap": (
+                _sgd_reference(gradients, lrs, mus, swap=True),
+                "momentum multiplies the new gradient instead of the old buffer",
+            ),
+            "uphill": (_sgd_reference(gradients, lrs, mus, sign=-1.0), "it moved uphill"),
+        }
+        try:
+            _compare("MySGD", facts, _sgd_reference(gradients, lrs, mus), mistakes, _start())
+        except Wrong as wrong:
+            if not two:
+                raise
+            raise Wrong(
+                f"with two parameter groups (lr 0.05 and 0.2, momentum 0.9 and 0.5): {wrong}. "
+                "Where does each group keep its own lr and momentum?"
+            ) from None
+        raised_first(facts["state"], "reading MySGD's self.state")
+        for i, keys in enumerate(facts["state"]["keys"]):
+            if mus[i] and "momentum_buffer" not in keys:
+                raise Wrong(
+                    f"the trajectory is right, but self.state[p] of parameter {i} has no "
+                    "'momentum_buffer' (state_dict saves self.state)"
+                )
+    return "✓ MySGD follows v <- momentum * v + g, p <- p - lr * v, in every parameter group"
+
+
+EXERCISE_SGD = register(
+    Exercise(
+        check="check_sgd",
+        chapter="08",
+        title="SGD with momentum",
+        probe=_probe_sgd,
+        judge=_judge_sgd,
+        cases=_sgd_cases,
+        forbidden=("SGD", "sgd"),
+    )
+)
+check_sgd = EXERCISE_SGD.lab_check
 
 
 # --------------------------------------------------------------------------------------------
 # Exercise 2: Adam from the paper's equations
 
-ADAM = frozen(__name__, "ADAM", dict(lr=0.1, betas=(0.8, 0.9), eps=1e-3))
+ADAM = types.MappingProxyType({"lr": 0.1, "betas": (0.8, 0.9), "eps": 1e-3})
+_PACKAGE_OPTIMISERS = ("Adam", "AdamW", "SGD", "RMSprop", "Adagrad")
+
+
+def _adam_cases(seed: int) -> dict:
+    return {"seed": seed}
 
 
 def _adam_reference(
@@ -234,108 +302,124 @@ def _adam_reference(
 
 
 def _adam_mistakes(gradients) -> dict:
-    a = cases_of(__name__, "ADAM")
-
     def ref(**kw):
-        return _adam_reference(gradients, a["lr"], a["betas"], a["eps"], **kw)
+        return _adam_reference(gradients, ADAM["lr"], ADAM["betas"], ADAM["eps"], **kw)
 
+    swapped = "the betas are swapped: beta1 averages the gradient (m), beta2 its square (v)"
     return {
         "no bias correction": (
             ref(bias=(False, False)),
-            "these are Adam's steps without bias correction. m and v start at 0, so early on "
-            "they are too small: divide by (1 - beta1**t) and (1 - beta2**t)",
+            "these are Adam's steps without bias correction (m and v start at 0, so early on "
+            "they are too small)",
         ),
         "m only": (ref(bias=(True, False)), "v_hat is missing its bias correction 1 - beta2**t"),
         "v only": (ref(bias=(False, True)), "m_hat is missing its bias correction 1 - beta1**t"),
         "eps inside": (
             ref(eps_inside=True),
-            "eps is inside the square root: the paper divides by sqrt(v_hat) + eps",
+            "eps is inside the square root, where the paper adds it to sqrt(v_hat)",
         ),
         "swapped betas": (
-            _adam_reference(gradients, a["lr"], a["betas"][::-1], a["eps"]),
-            "the betas are swapped: beta1 averages the gradient (m), beta2 its square (v)",
+            _adam_reference(gradients, ADAM["lr"], ADAM["betas"][::-1], ADAM["eps"]),
+            swapped,
         ),
-        "swapped averages": (
-            ref(swap=True),
-            "the betas are swapped: beta1 averages the gradient (m), beta2 its square (v)",
-        ),
+        "swapped averages": (ref(swap=True), swapped),
         "flipped weights": (
             ref(flip=True),
-            "the new gradient gets weight beta and the old average 1 - beta; it is the other "
-            "way round: m <- beta1 * m + (1 - beta1) * g",
+            "the new gradient gets weight beta and the old average 1 - beta: the other way "
+            "round from the paper",
         ),
-        "abs": (ref(abs_g=True), "v must average the squared gradient g * g, not |g|"),
-        "no sqrt": (ref(no_sqrt=True), "divide by the square root of v_hat (plus eps)"),
+        "abs": (ref(abs_g=True), "v averages |g|, where the paper averages the squared gradient"),
+        "no sqrt": (ref(no_sqrt=True), "it divides by v_hat (plus eps), not by its square root"),
         "t per param": (
             ref(t_per_param=True),
-            "the step count t advanced once per parameter, not once per step; keep a count per "
-            "parameter in self.state[p]['step']",
+            "the step count t advanced once per parameter, not once per step",
         ),
-        "uphill": (ref(sign=-1.0), "it moved uphill: subtract the step from p"),
-        "t from 0": (
-            None,
-            " - a division by zero? With t = 0, 1 - beta**t is 0: count the step first "
-            "(t starts at 1 on the first step)",
-        ),
+        "uphill": (ref(sign=-1.0), "it moved uphill"),
+        "t from 0": (None, " - a division by zero? With t = 0, 1 - beta**t is 0"),
     }
 
 
-def _adam_steps(MyAdam, gradients, params_from=None, opt_state=None):
-    """Run MyAdam(**ADAM) over the gradients, optionally from saved parameters and state."""
-    params = [ml.tensor(v.copy(), requires_grad=True) for v in (params_from or _start())]
-    opt = call("creating MyAdam", lambda: MyAdam(params, **cases_of(__name__, "ADAM")))
-    if opt_state is not None:
-        call("load_state_dict", opt.load_state_dict, opt_state)
-    for grads in gradients:
+def _probe_adam(cases, MyAdam):  # noqa: N803
+    is_class = isinstance(MyAdam, type)
+    data = {
+        "optimizer": is_class and issubclass(MyAdam, Optimizer),
+        "adam": is_class and issubclass(MyAdam, ml.optim.Adam),
+    }
+    if not data["optimizer"] or data["adam"]:
+        return data
+    gradients = _gradients(12, cases["seed"], 4, small=True)
+    facts, opt, params = _drive(lambda ps: MyAdam(ps, **ADAM), gradients)
+    data["run"] = facts
+    if opt is None:
+        return data
+    data["inside"] = package_kinds(opt, _PACKAGE_OPTIMISERS, ml.optim)
+    data["state"] = _state_keys(opt, params)
+    # saved after 5 steps and resumed in a new optimiser
+    _, opt5, first = _drive(lambda ps: MyAdam(ps, **ADAM), gradients[:5])
+    if opt5 is None:
+        data["resumed"] = {"made": {"raised": ["Error", "could not be made again"]}}
+        return data
+    saved = attempt(opt5.state_dict)
+    if saved[0] == "raised":
+        data["resumed"] = {"made": _raised(saved)}
+        return data
+    params = [ml.tensor(np.array(p.data), requires_grad=True) for p in first]
+    made = attempt(lambda: MyAdam(params, **ADAM))
+    if made[0] == "raised":
+        data["resumed"] = {"made": _raised(made)}
+        return data
+    loaded = attempt(made[1].load_state_dict, saved[1])
+    if loaded[0] == "raised":
+        data["resumed"] = {"made": _raised(loaded)}
+        return data
+    for grads in gradients[5:]:
         for p, g in zip(params, grads, strict=False):
             p.grad = g.copy()
-        call("MyAdam.step()", opt.step)
-    return params, opt
+        step = attempt(made[1].step)
+        if step[0] == "raised":
+            data["resumed"] = {"made": _raised(step)}
+            return data
+    data["resumed"] = {"made": {"ok": True}, "params": [np.array(p.data) for p in params]}
+    return data
 
 
-def check_adam(MyAdam) -> None:
-    """MyAdam against Algorithm 1 of Kingma & Ba (2015), step by step, then saved and resumed."""
-    if not (isinstance(MyAdam, type) and issubclass(MyAdam, Optimizer)):
-        raise AssertionError("MyAdam must be a class derived from Optimizer")
-    if issubclass(MyAdam, ml.optim.Adam):
-        raise AssertionError("MyAdam inherits from minilucid's Adam: derive it from Optimizer")
-    gradients = _gradients(12, seed=4, small=True)
-    expected = _adam_reference(gradients, **cases_of(__name__, "ADAM"))
-    mistakes = _adam_mistakes(gradients)
-    opt, params = _drive(
-        lambda ps: MyAdam(ps, **cases_of(__name__, "ADAM")),
-        gradients,
-        "MyAdam",
-        lambda k, params: _compare(k, params, expected[k - 1], mistakes, "MyAdam"),
-    )
-    not_the_package_inside("MyAdam", opt, (ml.optim.Adam, ml.optim.SGD), "Adam's step")
-    for i, p in enumerate(params[:2]):
-        missing = {"step", "exp_avg", "exp_avg_sq"} - set(opt.state[p])
+def _judge_adam(cases, data) -> str:
+    if data["optimizer"] is not True:
+        raise Wrong("MyAdam is not a class derived from Optimizer")
+    if data["adam"] is not False:
+        raise Wrong("MyAdam inherits from minilucid's Adam: its step is the package's")
+    gradients = _gradients(12, cases["seed"], 4, small=True)
+    expected = _adam_reference(gradients, **ADAM)
+    _compare("MyAdam", data["run"], expected, _adam_mistakes(gradients), _start())
+    inside = data["inside"]
+    if not isinstance(inside, list) or inside:
+        raise Wrong(
+            f"MyAdam keeps minilucid's own {inside[0] if inside else 'optimiser'} and lets it do "
+            "the work: the exercise is the update, not a call to the package"
+        )
+    raised_first(data["state"], "reading MyAdam's self.state")
+    for i, keys in enumerate(data["state"]["keys"]):
+        missing = sorted({"step", "exp_avg", "exp_avg_sq"} - set(keys))
         if missing:
-            raise AssertionError(
-                f"the steps are right, but self.state[p] of parameter {i} lacks "
-                f"{sorted(missing)}; keep t, m and v there under PyTorch's names"
+            raise Wrong(
+                f"the steps are right, but self.state[p] of parameter {i} lacks {missing}, "
+                "PyTorch's names for t, m and v"
             )
-    # saved after 5 steps and resumed in a new optimiser: the same as 12 steps straight
-    first, opt = _adam_steps(MyAdam, gradients[:5])
-    saved = opt.state_dict()
-    resumed, _ = _adam_steps(MyAdam, gradients[5:], [p.data for p in first], saved)
-    for i, (p, want) in enumerate(zip(resumed, expected[-1], strict=True)):
-        if not np.allclose(p.data, want, rtol=1e-9, atol=1e-12):
-            raise AssertionError(
+    resumed = data["resumed"]
+    raised_first(resumed["made"], "saving MyAdam after 5 steps and resuming in a new one")
+    for i, (got, want) in enumerate(zip(resumed["params"], expected[-1], strict=True)):
+        got = np.asarray(got, dtype=np.float64)
+        if got.shape != want.shape or not np.allclose(got, want, rtol=1e-9, atol=1e-12):
+            raise Wrong(
                 f"saved with state_dict() after 5 steps and loaded into a new MyAdam, parameter "
-                f"{i} ends elsewhere than in one run of 12 steps. Keep everything that changes "
-                "from step to step (t, m, v) in self.state[p], which state_dict saves."
+                f"{i} ends elsewhere than in one run of 12 steps: something that changes from "
+                "step to step is not in what state_dict saves"
             )
-    losses = _rosenbrock(MyAdam)
-    print(
-        f"✓ MyAdam takes Adam's steps, bias correction and all, and resumes from a state_dict; "
-        f"on Rosenbrock's valley it takes the loss from {losses[0]:.2f} to {losses[-1]:.2e} in "
-        f"{len(losses)} steps"
-    )
+    return "✓ MyAdam takes Adam's steps, bias correction and all, and resumes from a state_dict"
 
 
-def _rosenbrock(MyAdam, steps: int = 500) -> list:
+def _rosenbrock(MyAdam, steps: int = 500) -> None:  # noqa: N803
+    """Lab only: the learner's Adam on Rosenbrock's valley, printed, never graded."""
     xy = ml.tensor(np.array([-1.5, 2.0]), requires_grad=True)
     opt = MyAdam([xy], lr=0.05)
     losses = []
@@ -344,96 +428,197 @@ def _rosenbrock(MyAdam, steps: int = 500) -> list:
         loss = (1 - x) ** 2 + 100 * (y - x * x) ** 2
         xy.grad = None
         loss.backward()
-        call("MyAdam.step() on Rosenbrock", opt.step)
+        opt.step()
         losses.append(loss.item())
-    return losses
+    print(
+        f"  on Rosenbrock's valley your Adam takes the loss from {losses[0]:.2f} to "
+        f"{losses[-1]:.2e} in {len(losses)} steps"
+    )
+
+
+EXERCISE_ADAM = register(
+    Exercise(
+        check="check_adam",
+        chapter="08",
+        title="Adam from the paper's equations",
+        probe=_probe_adam,
+        judge=_judge_adam,
+        cases=_adam_cases,
+        forbidden=_PACKAGE_OPTIMISERS + ("optim",),
+        after=_rosenbrock,
+    )
+)
+check_adam = EXERCISE_ADAM.lab_check
 
 
 # --------------------------------------------------------------------------------------------
 # Exercise 3: clipping the total gradient norm
 
 
-def _clip_case(clip, grads, max_norm, what):
+def _clip_cases(seed: int) -> dict:
+    rng = np.random.default_rng([8, 5, seed])
+    shapes = [[int(n) for n in rng.integers(1, 4, rng.integers(1, 3))] for _ in range(3)]
+    grads = [rng.standard_normal(s).tolist() for s in shapes]
+    total = math.sqrt(sum(float(np.sum(np.square(g))) for g in grads))
+    return {"drawn": grads, "drawn_max": round(total * float(rng.uniform(0.2, 0.8)), 6)}
+
+
+_FIXED = (np.array([3.0, 0.0]), np.array([[0.0], [4.0]]), np.array([0.0]))  # joint norm 5
+_SHORT = (np.array([0.3, -0.4]), np.array([[0.0], [0.0]]), np.array([0.0]))  # norm 0.5
+for _array in (*_FIXED, *_SHORT):
+    _array.setflags(write=False)
+
+
+def _clip_case(clip, grads, max_norm) -> dict:
     params = [ml.tensor(np.zeros(np.shape(g)), requires_grad=True) for g in grads]
     for p, g in zip(params, grads, strict=True):
         p.grad = None if g is None else np.array(g, dtype=float)
-    norm = call(what, clip, params, max_norm)
-    return params, norm
+    norm = called(clip, params, max_norm)
+    return {"norm": norm, "grads": [record(p.grad) for p in params]}
 
 
-def check_clip_grad_norm(clip_grad_norm) -> None:
-    """One norm over every gradient; scale all of them together, only when it is too long."""
-    grads = [np.array([3.0, 0.0]), np.array([[0.0], [4.0]]), np.array([0.0])]  # joint norm 5
-    params, norm = _clip_case(clip_grad_norm, grads, 1.0, "clip_grad_norm(params, 1.0)")
-    if not isinstance(norm, int | float | np.floating | np.ndarray | Tensor):
-        raise AssertionError(
-            f"clip_grad_norm returned {type(norm).__name__}; return the total norm before "
-            "clipping (a number)"
-        )
-    total = float(norm.item() if isinstance(norm, Tensor | np.ndarray) else norm)
+def _probe_clip(cases, clip_grad_norm):
+    return {
+        "fixed": _clip_case(clip_grad_norm, _FIXED, 1.0),
+        "short": _clip_case(clip_grad_norm, _SHORT, 1.0),
+        "none": _clip_case(clip_grad_norm, [np.array([6.0, 8.0]), None], 5.0),
+        "drawn": _clip_case(clip_grad_norm, [np.array(g) for g in cases["drawn"]],
+                            cases["drawn_max"]),
+    }  # fmt: skip
+
+
+def _grads(facts, what: str) -> list:
+    out = []
+    for rec in facts["grads"]:
+        if rec == {"type": "None"}:
+            out.append(None)
+            continue
+        array = array_of(rec, what)
+        if array is None:
+            raise Wrong(f"{what}: a gradient became a {kind(rec)}")
+        out.append(array)
+    return out
+
+
+def _norm(facts, what: str) -> float:
+    rec = facts["norm"]
+    raised_first(rec, what)
+    value = value_of(rec, what)
+    if value is None:
+        array = array_of(rec, what)
+        if array is None or array.size != 1:
+            raise Wrong(
+                f"clip_grad_norm returned {kind(rec)}, where the contract asks for the total norm "
+                "before clipping (a number)"
+            )
+        value = float(array.reshape(()))
+    return float(value)
+
+
+def _same(got, want) -> bool:
+    return got is not None and got.shape == want.shape and np.allclose(got, want, 1e-5, 1e-9)
+
+
+def _judge_clip(cases, data) -> str:
+    total = _norm(data["fixed"], "clip_grad_norm(params, 1.0)")
     if not math.isclose(total, 5.0, rel_tol=1e-6):
         words = ""
         if total in (3.0, 4.0):
             words = "- the norm of each gradient separately?"
         elif math.isclose(total, 1.0, rel_tol=1e-4):
-            words = "- the norm after clipping? Return the one measured before"
-        raise AssertionError(
+            words = "- the norm after clipping? The contract returns the one measured before"
+        raise Wrong(
             f"gradients [3, 0], [[0], [4]], [0] have total norm 5 (sqrt(9 + 16)); "
             f"clip_grad_norm returned {total:g} {words}".strip()
         )
-    got = [p.grad for p in params]
-    want = [g * 0.2 for g in grads]
-    if not all(np.allclose(a, b, rtol=1e-5, atol=1e-9) for a, b in zip(got, want, strict=True)):
-        if np.allclose(got[0], [1.0, 0.0]) and np.allclose(got[1], [[0.0], [1.0]]):
+    got = _grads(data["fixed"], "clip_grad_norm(params, 1.0)")
+    want = [g * 0.2 for g in _FIXED]
+    if not all(_same(a, b) for a, b in zip(got, want, strict=True)):
+        if _same(got[0], np.array([1.0, 0.0])) and _same(got[1], np.array([[0.0], [1.0]])):
             words = (
-                "each gradient was clipped to norm 1 on its own; clip them together, by one "
-                "factor max_norm / total_norm, so that their directions relative to each other "
-                "stay"
+                "each gradient was clipped to norm 1 on its own, so their directions relative "
+                "to each other changed"
             )
         else:
             words = f"expected {[_show(w) for w in want]}, got {[_show(g) for g in got]}"
-        raise AssertionError(f"with max_norm 1.0 and total norm 5: {words}")
-    short = [np.array([0.3, -0.4]), np.array([[0.0], [0.0]]), np.array([0.0])]  # norm 0.5
-    params, _ = _clip_case(clip_grad_norm, short, 1.0, "clip_grad_norm on a short gradient")
-    if not np.allclose(params[0].grad, short[0], rtol=1e-5):
-        raise AssertionError(
-            f"a total norm of 0.5 is already below max_norm 1.0, so the gradients must stay as "
-            f"they are; [0.3, -0.4] became {_show(params[0].grad)}"
+        raise Wrong(f"with max_norm 1.0 and total norm 5: {words}")
+    _norm(data["short"], "clip_grad_norm on a short gradient")
+    got = _grads(data["short"], "clip_grad_norm on a short gradient")
+    if not _same(got[0], _SHORT[0]):
+        raise Wrong(
+            "a total norm of 0.5 is already below max_norm 1.0, yet [0.3, -0.4] became "
+            f"{_show(got[0])}"
         )
-    params, norm = _clip_case(
-        clip_grad_norm, [np.array([6.0, 8.0]), None], 5.0, "clip_grad_norm with a grad of None"
+    _norm(data["none"], "clip_grad_norm with a grad of None")
+    got = _grads(data["none"], "clip_grad_norm with a grad of None")
+    if len(got) != 2 or got[1] is not None or not _same(got[0], np.array([3.0, 4.0])):
+        raise Wrong(
+            "a parameter whose .grad is None is skipped (and left None) in the contract; with "
+            f"it, [6, 8] clipped to norm 5 should be [3, 4], got {_show(got[0])}"
+        )
+    drawn = [np.array(g) for g in cases["drawn"]]
+    total = math.sqrt(sum(float(np.sum(g * g)) for g in drawn))
+    what = (
+        f"clip_grad_norm on three gradients of total norm {total:.4g}, max_norm "
+        f"{cases['drawn_max']}"
     )
-    if params[1].grad is not None or not np.allclose(params[0].grad, [3.0, 4.0], rtol=1e-5):
-        raise AssertionError(
-            "a parameter whose .grad is None must be skipped (and left None); with it, [6, 8] "
-            f"clipped to norm 5 should be [3, 4], got {_show(params[0].grad)}"
-        )
-    print("✓ clip_grad_norm scales all gradients by one factor, only when their total is too long")
+    got_total = _norm(data["drawn"], what)
+    got = _grads(data["drawn"], what)
+    factor = cases["drawn_max"] / total
+    if not math.isclose(got_total, total, rel_tol=1e-6) or not all(
+        _same(a, b * factor) for a, b in zip(got, drawn, strict=True)
+    ):
+        raise Wrong(f"{what}: the norm or the clipped gradients are wrong")
+    return "✓ clip_grad_norm scales all gradients by one factor, only when their total is too long"
+
+
+EXERCISE_CLIP = register(
+    Exercise(
+        check="check_clip_grad_norm",
+        chapter="08",
+        title="Clipping the total gradient norm",
+        probe=_probe_clip,
+        judge=_judge_clip,
+        cases=_clip_cases,
+        forbidden=("clip_grad_norm_", "clip_grad_norm"),
+    )
+)
+check_clip_grad_norm = EXERCISE_CLIP.lab_check
 
 
 # --------------------------------------------------------------------------------------------
 # Exercise 4: warm-up, then cosine
 
-WARMUP = frozen(__name__, "WARMUP", dict(warmup=5, total=30, eta_min=0.001))
-BASES = frozen(__name__, "BASES", (0.1, 0.01))
 EPOCHS = 40
 
 
+def _warmup_cases(seed: int) -> dict:
+    if seed == 0:
+        return {"warmup": 5, "total": 30, "eta_min": 0.001, "bases": [0.1, 0.01]}
+    rng = np.random.default_rng([8, 6, seed])
+    return {
+        "warmup": int(rng.integers(3, 8)),
+        "total": int(rng.integers(22, 36)),
+        "eta_min": float(rng.choice([0.001, 0.0005, 0.002])),
+        "bases": [
+            round(float(rng.uniform(0.05, 0.2)), 4),
+            round(float(rng.uniform(0.005, 0.03)), 5),
+        ],
+    }
+
+
 def _warmup_reference(
-    start_at_zero=False, ignore_warmup=False, one_base=False, no_floor=False, compound=False
-) -> list:
+    cases, start_at_zero=False, ignore_warmup=False, one_base=False, no_floor=False,
+    compound=False,
+) -> list:  # fmt: skip
     """lr of each group after epochs 0..EPOCHS; the flags make the usual mistakes."""
-    warmup, total, low = (
-        cases_of(__name__, "WARMUP")["warmup"],
-        cases_of(__name__, "WARMUP")["total"],
-        cases_of(__name__, "WARMUP")["eta_min"],
-    )
-    current = list(cases_of(__name__, "BASES"))
+    warmup, total, low, bases = cases["warmup"], cases["total"], cases["eta_min"], cases["bases"]
+    current = list(bases)
     out = []
     for e in range(EPOCHS + 1):
         row = []
-        for g, base in enumerate(cases_of(__name__, "BASES")):
-            base = cases_of(__name__, "BASES")[0] if one_base else current[g] if compound else base
+        for g, base in enumerate(bases):
+            base = bases[0] if one_base else current[g] if compound else base
             if e < warmup:
                 lr = base * (e if start_at_zero else e + 1) / warmup
             elif e >= total and not no_floor:
@@ -447,65 +632,89 @@ def _warmup_reference(
     return out
 
 
-def _warmup_mistakes() -> dict:
+def _warmup_mistakes(cases) -> dict:
     return {
         "from zero": (
-            _warmup_reference(start_at_zero=True),
-            "the warm-up starts at lr 0, so the first epoch learns nothing; epoch e of the "
-            "warm-up has base_lr * (e + 1) / warmup",
+            _warmup_reference(cases, start_at_zero=True),
+            "the warm-up starts at lr 0, so the first epoch learns nothing",
         ),
         "cosine from 0": (
-            _warmup_reference(ignore_warmup=True),
-            "the cosine counts from epoch 0; it should start when the warm-up ends, and run over "
-            "the remaining total - warmup epochs",
+            _warmup_reference(cases, ignore_warmup=True),
+            "the cosine counts from epoch 0, not from the end of the warm-up",
         ),
         "one base": (
-            _warmup_reference(one_base=True),
-            "the second group follows the first group's starting lr; use each group's own "
-            "entry of self.base_lrs",
+            _warmup_reference(cases, one_base=True),
+            "the second group follows the first group's starting lr, not its own in self.base_lrs",
         ),
         "no floor": (
-            _warmup_reference(no_floor=True),
-            "after `total` epochs the cosine climbs back up; stay at eta_min from then on",
+            _warmup_reference(cases, no_floor=True),
+            "after `total` epochs the cosine climbs back up, where the rule stays at eta_min",
         ),
         "compound": (
-            _warmup_reference(compound=True),
+            _warmup_reference(cases, compound=True),
             "the formula is applied to the current lr, so each epoch compounds the last one's "
-            "change; compute it from the starting rates in self.base_lrs",
+            "change, where the rule starts from the rates in self.base_lrs",
         ),
     }
 
 
-def check_warmup_cosine(WarmupCosine) -> None:
-    """WarmupCosine's lr, epoch by epoch, in two parameter groups, against the formula."""
+def _probe_warmup(cases, WarmupCosine):  # noqa: N803
     params = [ml.tensor([1.0], requires_grad=True), ml.tensor([2.0], requires_grad=True)]
-    groups = [{"params": params[:1]}, {"params": params[1:], "lr": cases_of(__name__, "BASES")[1]}]
-    opt = ml.optim.SGD(groups, lr=cases_of(__name__, "BASES")[0])
-    hint = "get_lr must return a list: one lr for each parameter group"
-    sched = call(
-        "WarmupCosine(opt, warmup=5, total=30, eta_min=0.001)",
-        WarmupCosine,
-        opt,
-        hint=hint,
-        **cases_of(__name__, "WARMUP"),
-    )
-    got = [call("get_last_lr()", sched.get_last_lr, returns=list)]
+    groups = [{"params": params[:1]}, {"params": params[1:], "lr": cases["bases"][1]}]
+    opt = ml.optim.SGD(groups, lr=cases["bases"][0])
+    made = attempt(WarmupCosine, opt, warmup=cases["warmup"], total=cases["total"],
+                   eta_min=cases["eta_min"])  # fmt: skip
+    if made[0] == "raised":
+        return {"made": _raised(made)}
+    sched, rows = made[1], [called(made[1].get_last_lr)]
     for _ in range(EPOCHS):
         opt.step()
-        call("scheduler.step()", sched.step, hint=hint)
-        got.append(call("get_last_lr()", sched.get_last_lr, returns=list))
-    expected = _warmup_reference()
-    mistakes = _warmup_mistakes()
-    for e, (row, want) in enumerate(zip(got, expected, strict=True)):
-        if len(row) != 2:
-            raise AssertionError(f"at epoch {e}, {len(row)} lrs for 2 parameter groups")
+        stepped = attempt(sched.step)
+        if stepped[0] == "raised":
+            rows.append(_raised(stepped))
+            break
+        rows.append(called(sched.get_last_lr))
+    return {"made": {"ok": True}, "rows": rows}
+
+
+def _judge_warmup(cases, data) -> str:
+    hint = "get_lr must return a list: one lr for each parameter group"
+    setting = (
+        f"warmup {cases['warmup']}, total {cases['total']}, eta_min {cases['eta_min']}, "
+        f"starting lrs {cases['bases'][0]} and {cases['bases'][1]}"
+    )
+    raised_first(data["made"], f"WarmupCosine(opt, {setting})", hint)
+    expected = _warmup_reference(cases)
+    mistakes = _warmup_mistakes(cases)
+    if len(data["rows"]) != len(expected):
+        last = data["rows"][-1] if data["rows"] else {}
+        raised_first(last, "scheduler.step()", hint)
+        raise Wrong("WarmupCosine: the lrs of some epochs are missing")
+    for e, (rec, want) in enumerate(zip(data["rows"], expected, strict=True)):
+        raised_first(rec, "get_last_lr()", hint)
+        if rec.get("sequence") != "list":
+            raise Wrong(f"get_last_lr() returned {kind(rec)}; it should return a list")
+        row = [value_of(item, "get_last_lr()") for item in rec["items"]]
+        if len(row) != 2 or any(type(v) not in (int, float) for v in row):
+            raise Wrong(f"at epoch {e}, {len(row)} lrs for 2 parameter groups")
         if np.allclose(row, want, rtol=1e-9, atol=1e-12):
             continue
         for trajectory, explanation in mistakes.values():
             if np.allclose(row, trajectory[e], rtol=1e-9, atol=1e-12):
-                raise AssertionError(f"at epoch {e}: {explanation}")
-        raise AssertionError(
-            f"at epoch {e} (warmup 5, total 30, eta_min 0.001, starting lrs 0.1 and 0.01): "
-            f"expected {_show(want)}, got {_show(row)}"
-        )
-    print("✓ WarmupCosine warms up linearly, then follows the cosine down to eta_min, per group")
+                raise Wrong(f"at epoch {e}: {explanation}")
+        raise Wrong(f"at epoch {e} ({setting}): expected {_show(want)}, got {_show(row)}")
+    return "✓ WarmupCosine warms up linearly, then follows the cosine down to eta_min, per group"
+
+
+EXERCISE_WARMUP = register(
+    Exercise(
+        check="check_warmup_cosine",
+        chapter="08",
+        title="Warm-up, then cosine",
+        probe=_probe_warmup,
+        judge=_judge_warmup,
+        cases=_warmup_cases,
+        forbidden=("CosineAnnealingLR", "LinearLR", "SequentialLR", "LambdaLR"),
+    )
+)
+check_warmup_cosine = EXERCISE_WARMUP.lab_check

@@ -1,8 +1,9 @@
-"""Checks for the exercises of chapter 09 (data and training).
+"""Checks for the exercises of chapter 09 (data and training), as probes and judges.
 
-Each check runs the learner's code on small cases built to expose one plausible mistake each,
-raises AssertionError with a plain-words message on the first problem, and prints one line on
-success. Expected values are computed here and never shown.
+Each probe runs the learner's code on small seeded cases built to expose one plausible mistake
+each and returns what came out as plain data (the batches a loader gives, the numbers evaluate
+returns, the losses and final weights of early stopping); each judge rebuilds the cases,
+computes every expected value itself and names the first problem in one line.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import minilucid as ml
 from minilucid import nn, optim
 from minilucid.data import DataLoader, TensorDataset
 from minilucid.tensor import Tensor
-from minilucid_course.checks.common import call, number, type_name
+from minilucid_course.checks.common import attempt, call, number
+from minilucid_course.checks.exercise import Exercise, Wrong, register
+from minilucid_course.checks.outcomes import called, kind, raised_first, value_of
 
 
 def _numbered(n: int) -> TensorDataset:
@@ -25,66 +28,99 @@ def _numbered(n: int) -> TensorDataset:
 # --------------------------------------------------------------------------------------------
 # Exercise 1: a DataLoader of your own
 
+_PLAIN = ((3, False), (3, True), (5, False), (4, True), (12, False), (12, True), (1, False))
 
-def _epoch(loader, what: str) -> list[list[int]]:
-    """The labels of every batch of one pass over `loader`, checking each batch's form."""
-    batches = call(f"iterating over {what}", lambda: list(iter(loader)), returns=list)
+
+def _loader_cases(seed: int) -> dict:
+    rng = np.random.default_rng([9, 1, seed])
+    size = 10 if seed == 0 else int(rng.integers(8, 15))
+    shuffled = 23 if seed == 0 else int(rng.integers(17, 30))
+    generators = [0, 1] if seed == 0 else [int(g) for g in rng.choice(1000, 2, replace=False)]
+    return {"size": size, "plain": [list(c) for c in _PLAIN], "shuffled": shuffled,
+            "generators": generators}  # fmt: skip
+
+
+def _batch(batch) -> dict:
+    if not isinstance(batch, tuple) or len(batch) != 2:
+        length = len(batch) if isinstance(batch, tuple | list) else None
+        return {"kind": type(batch).__name__, "length": length}
+    x, y = batch
+    if not isinstance(x, Tensor) or not isinstance(y, Tensor):
+        return {"kind": "tuple", "holds": [type(x).__name__, type(y).__name__]}
+    return {"x": np.array(x.data), "y": np.array(y.data)}
+
+
+def _epoch(loader) -> dict:
+    outcome = attempt(lambda: list(iter(loader)))
+    if outcome[0] == "raised":
+        return {"raised": list(outcome[1:])}
+    return {"batches": [_batch(b) for b in outcome[1]]}
+
+
+def _probe_loader(cases, cls):
+    data = {"plain": []}
+    for bs, drop in cases["plain"]:
+        made = attempt(cls, _numbered(cases["size"]), batch_size=bs, drop_last=drop)
+        if made[0] == "raised":
+            data["plain"].append({"made": {"raised": list(made[1:])}})
+            continue
+        data["plain"].append({"made": {}, "epoch": _epoch(made[1]), "len": called(len, made[1])})
+    n, (g0, g1) = cases["shuffled"], cases["generators"]
+    runs = []
+    for g, epochs in ((g0, 3), (g0, 3), (g1, 1)):
+        made = attempt(cls, _numbered(n), 5, shuffle=True, generator=np.random.default_rng(g))
+        if made[0] == "raised":
+            runs.append({"made": {"raised": list(made[1:])}})
+            continue
+        runs.append({"made": {}, "epochs": [_epoch(made[1]) for _ in range(epochs)]})
+    data["shuffled"] = runs
+    data["bad"] = [called(cls, _numbered(4), batch_size=bad) for bad in (0, -2)]
+    return data
+
+
+def _labels(epoch, what: str) -> list[list[int]]:
+    """The labels of every batch of one recorded pass, checking each batch's form."""
+    raised_first(epoch, f"iterating over {what}")
     out = []
-    for k, batch in enumerate(batches):
-        if not isinstance(batch, tuple) or len(batch) != 2:
-            raise AssertionError(
-                f"{what}: batch {k} is a {type_name(batch)}"
-                + (f" of length {len(batch)}" if isinstance(batch, tuple | list) else "")
-                + "; each batch should be a tuple (inputs, labels), one entry per tensor of "
-                "the dataset's examples"
-            )
-        x, y = batch
-        if not isinstance(x, Tensor) or not isinstance(y, Tensor):
-            raise AssertionError(
-                f"{what}: batch {k} holds a {type_name(x)} and a {type_name(y)}; stack the "
-                "examples' arrays and wrap each result in a Tensor"
-            )
+    for k, batch in enumerate(epoch["batches"]):
+        if "kind" in batch:
+            if batch["kind"] != "tuple" or "holds" not in batch:
+                length = batch.get("length")
+                raise Wrong(
+                    f"{what}: batch {k} is a {batch['kind']}"
+                    + (f" of length {length}" if length is not None else "")
+                    + ", where the contract asks for a tuple (inputs, labels), one entry per "
+                    "tensor of the dataset's examples"
+                )
+            a, b = batch["holds"]
+            raise Wrong(f"{what}: batch {k} holds a {a} and a {b}, not two Tensors")
+        x, y = batch["x"], batch["y"]
         if x.ndim != 2 or x.shape[1] != 2 or y.shape != (x.shape[0],):
-            raise AssertionError(
+            raise Wrong(
                 f"{what}: batch {k} has inputs of shape {x.shape} and labels of shape "
-                f"{y.shape}; for examples of shape (2,) and () a batch of b examples should "
-                "be (b, 2) and (b,): stack the examples along a new first axis"
+                f"{y.shape}; for examples of shape (2,) and () a batch of b examples is "
+                "(b, 2) and (b,): the examples along a new first axis"
             )
         if x.dtype != np.float32 or y.dtype != np.int64:
-            raise AssertionError(
-                f"{what}: batch {k} has dtypes {x.dtype} and {y.dtype}; keep the dataset's "
-                "dtypes (float32 inputs, int64 labels)"
+            raise Wrong(
+                f"{what}: batch {k} has dtypes {x.dtype} and {y.dtype}, not the dataset's "
+                "(float32 inputs, int64 labels)"
             )
-        labels = [int(v) for v in y.data]
-        if any(row[0] != label for row, label in zip(x.data.tolist(), labels, strict=True)):
-            raise AssertionError(
-                f"{what}: in batch {k} the inputs and labels no longer belong together; take "
-                "both from the same examples, in the same order"
-            )
+        labels = [int(v) for v in y]
+        if any(row[0] != label or row[1] != label for row, label in zip(x.tolist(), labels,
+                                                                         strict=True)):  # fmt: skip
+            raise Wrong(f"{what}: in batch {k} the inputs and labels no longer belong together")
         out.append(labels)
     return out
 
 
-def _make(cls, what: str, *args, **kwargs):
-    return call(what, cls, *args, **kwargs)
-
-
-def check_my_data_loader(cls) -> None:
-    """Batches in order, sizes, drop_last, len, shuffling per epoch, seeds, bad batch sizes."""
-    ds = _numbered(10)
-    for bs, drop in [
-        (3, False),
-        (3, True),
-        (5, False),
-        (4, True),
-        (12, False),
-        (12, True),
-        (1, False),
-    ]:
-        what = f"MyDataLoader(10 examples, batch_size={bs}, drop_last={drop})"
-        loader = _make(cls, what, ds, batch_size=bs, drop_last=drop)
-        got = _epoch(loader, what)
-        full, rest = divmod(10, bs)
+def _judge_loader(cases, data) -> str:  # noqa: C901  (one case after another)
+    size = cases["size"]
+    for (bs, drop), facts in zip(cases["plain"], data["plain"], strict=True):
+        what = f"MyDataLoader({size} examples, batch_size={bs}, drop_last={drop})"
+        raised_first(facts["made"], what)
+        got = _labels(facts["epoch"], what)
+        full, rest = divmod(size, bs)
         sizes = [bs] * full + ([rest] if rest and not drop else [])
         if [len(b) for b in got] != sizes:
             tail = (
@@ -92,79 +128,89 @@ def check_my_data_loader(cls) -> None:
                 if drop
                 else " Without drop_last the last batch keeps the examples that are left."
             )
-            raise AssertionError(
+            raise Wrong(
                 f"{what} gave batches of sizes {[len(b) for b in got]}, expected {sizes}.{tail}"
             )
         if sum(got, []) != list(range(sum(sizes))):
-            raise AssertionError(
-                f"{what} without shuffle gave the examples {sum(got, [])}; it should give "
-                "them in the dataset's order, 0, 1, 2, ..."
+            raise Wrong(
+                f"{what} without shuffle gave the examples {sum(got, [])}, not in the "
+                "dataset's order, 0, 1, 2, ..."
             )
-        length = call(f"len({what})", len, loader)
+        length = value_of(facts["len"], f"len({what})")
         if length != len(sizes):
-            raise AssertionError(
-                f"len({what}) is {length}, but it gives {len(sizes)} batches; len is the "
-                "number of batches (rounded up, or down with drop_last)"
+            raise Wrong(
+                f"len({what}) is {length}, but it gives {len(sizes)} batches: len is the "
+                "number of batches"
             )
-
-    what = "MyDataLoader(23 examples, batch_size=5, shuffle=True, generator=default_rng(0))"
-    loader = _make(cls, what, _numbered(23), 5, shuffle=True, generator=np.random.default_rng(0))
-    epochs = [_epoch(loader, what) for _ in range(3)]
+    n, (g0, g1) = cases["shuffled"], cases["generators"]
+    what = f"MyDataLoader({n} examples, batch_size=5, shuffle=True, generator=default_rng({g0}))"
+    runs = data["shuffled"]
+    if len(runs) != 3:
+        raise Wrong(f"{what}: the epochs could not be read")
+    for run in runs:
+        raised_first(run["made"], what)
+    epochs = [_labels(e, what) for e in runs[0]["epochs"]]
+    if len(epochs) != 3:
+        raise Wrong(f"{what}: the epochs could not be read")
     for e, epoch in enumerate(epochs, start=1):
-        if sorted(sum(epoch, [])) != list(range(23)):
-            raise AssertionError(
-                f"{what}: epoch {e} did not give every example exactly once. Shuffle a "
-                "permutation of the indices 0..n-1, then cut it into batches."
-            )
-    if sum(epochs[0], []) == list(range(23)):
-        raise AssertionError(f"{what} gave the examples in order: shuffle=True should shuffle")
+        if sorted(sum(epoch, [])) != list(range(n)):
+            raise Wrong(f"{what}: epoch {e} did not give every example exactly once")
+    if sum(epochs[0], []) == list(range(n)):
+        raise Wrong(f"{what} gave the examples in order, though shuffle=True")
     if epochs[0] == epochs[1] or epochs[1] == epochs[2]:
-        raise AssertionError(
-            f"{what} gave the same order in two epochs. Draw a new permutation each time "
-            "iteration starts (in __iter__), not once in __init__."
+        raise Wrong(
+            f"{what} gave the same order in two epochs: is the permutation drawn once, in "
+            "__init__, rather than each time iteration starts (__iter__)?"
         )
-    again = _make(cls, what, _numbered(23), 5, shuffle=True, generator=np.random.default_rng(0))
-    if [_epoch(again, what) for _ in range(3)] != epochs:
-        raise AssertionError(
-            "two loaders made with generator=np.random.default_rng(0) gave different "
-            "epochs. Draw every permutation from the generator you were given, so that the "
-            "same seed repeats the same epochs."
+    if [_labels(e, what) for e in runs[1]["epochs"]] != epochs:
+        raise Wrong(
+            f"two loaders made with generator=np.random.default_rng({g0}) gave different "
+            "epochs: the permutations do not come from the generator it was given"
         )
-    other = _make(cls, what, _numbered(23), 5, shuffle=True, generator=np.random.default_rng(1))
-    if _epoch(other, what) == epochs[0]:
-        raise AssertionError(
-            "loaders made with default_rng(0) and default_rng(1) shuffled alike: use the "
-            "generator you were given"
+    if [_labels(e, what) for e in runs[2]["epochs"]] == epochs[:1]:
+        raise Wrong(
+            f"loaders made with default_rng({g0}) and default_rng({g1}) shuffled alike: the "
+            "generator it was given is not the one it draws from"
         )
+    for bad, rec in zip((0, -2), data["bad"], strict=True):
+        what = f"MyDataLoader(batch_size={bad})"
+        if not isinstance(rec, dict):
+            raise Wrong(f"{what}: its result has a form no answer gives")
+        if "raised" not in rec:
+            raise Wrong(
+                f"{what} was accepted (a loader that cannot make a batch would loop forever or "
+                "give nothing); the contract refuses it with a ValueError"
+            )
+        name, text = rec["raised"]
+        if name != "ValueError":
+            raise Wrong(f"{what} raised {name}, where the contract asks for a ValueError")
+        if str(bad) not in str(text):
+            raise Wrong(
+                f"{what} raised ValueError({str(text)!r}), which does not say which value was "
+                f"wrong: the message should contain {bad}"
+            )
+    return "✓ MyDataLoader: batches in order, sizes, drop_last, len, fresh seeded shuffles"
 
-    for bad in (0, -2):
-        try:
-            with np.errstate(all="ignore"):
-                cls(_numbered(4), batch_size=bad)
-        except NotImplementedError:
-            raise
-        except ValueError as error:
-            if str(bad) not in str(error):
-                raise AssertionError(
-                    f"MyDataLoader(batch_size={bad}) raised ValueError({str(error)!r}); say "
-                    f"which value was wrong: the message should contain {bad}"
-                ) from None
-            continue
-        except Exception as error:
-            raise AssertionError(
-                f"MyDataLoader(batch_size={bad}) raised {type(error).__name__}; raise a "
-                "ValueError that names the value"
-            ) from None
-        raise AssertionError(
-            f"MyDataLoader(batch_size={bad}) was accepted; refuse it in __init__ with a "
-            "ValueError that names the value (a loader that cannot make a batch would loop "
-            "forever or give nothing)"
-        )
-    print("✓ MyDataLoader: batches in order, sizes, drop_last, len, fresh seeded shuffles")
+
+EXERCISE_LOADER = register(
+    Exercise(
+        check="check_my_data_loader",
+        chapter="09",
+        title="A DataLoader of your own",
+        probe=_probe_loader,
+        judge=_judge_loader,
+        cases=_loader_cases,
+        forbidden=("DataLoader",),
+    )
+)
+check_my_data_loader = EXERCISE_LOADER.lab_check
 
 
 # --------------------------------------------------------------------------------------------
 # Exercise 2: evaluate
+
+_WEIGHT = ((1.0, -1.0), (-0.5, 0.5), (0.2, 0.3))
+_BIAS = (0.1, -0.2, 0.0)
 
 
 class _Spy(nn.Module):
@@ -173,8 +219,8 @@ class _Spy(nn.Module):
     def __init__(self):
         super().__init__()
         self.layer = nn.Linear(2, 3)
-        self.layer.weight.data[...] = [[1.0, -1.0], [-0.5, 0.5], [0.2, 0.3]]
-        self.layer.bias.data[...] = [0.1, -0.2, 0.0]
+        self.layer.weight.data[...] = _WEIGHT
+        self.layer.bias.data[...] = _BIAS
         self.seen = []
 
     def forward(self, x):
@@ -182,81 +228,111 @@ class _Spy(nn.Module):
         return self.layer(x)
 
 
-def _eval_data():
+def _eval_cases(seed: int) -> dict:
+    return {"seed": seed}
+
+
+def _eval_data(seed: int):
     """Nine examples; the last batch of a batch-4 loader has one, badly classified, example."""
-    rng = np.random.default_rng(9)
+    rng = np.random.default_rng(9 if seed == 0 else [9, 2, seed])
     x = rng.normal(size=(9, 2)).astype(np.float32)
-    y = np.array([0, 1, 2, 0, 1, 2, 0, 0, 1])
-    x[8] = [4.0, -4.0]  # class 0 by far; labelled 1: a large loss in a batch of one
-    return TensorDataset(Tensor(x), Tensor(y))
+    y = np.array([0, 1, 2, 0, 1, 2, 0, 0, 1]) if seed == 0 else rng.integers(0, 3, 9)
+    x[8], y[8] = [4.0, -4.0], 1  # class 0 by far; labelled 1: a large loss in a batch of one
+    return x, y
 
 
-def _reference(model, dataset) -> tuple[float, float]:
-    x, y = dataset.tensors
-    with ml.no_grad():
-        logits = model.layer(x)
-        log_p = nn.functional.log_softmax(logits).data
-    loss = -log_p[np.arange(len(y)), y.data]  # one loss per example
-    return float(loss.mean()), float((logits.data.argmax(axis=1) == y.data).mean())
-
-
-def check_evaluate(evaluate) -> None:
-    """Mean loss per example and accuracy as floats, in eval mode, without recording."""
-    dataset = _eval_data()
+def _probe_eval(cases, evaluate):
+    x, y = _eval_data(cases["seed"])
     model = _Spy()
     model.train()
-    loader = DataLoader(dataset, batch_size=4)
-    what = "evaluate(model, loader, loss_fn) on 9 examples in batches of 4, 4, 1"
-    result = call(what, evaluate, model, loader, nn.CrossEntropyLoss(), returns=tuple)
-    if len(result) != 2:
-        raise AssertionError(f"{what} returned {len(result)} values; return (loss, accuracy)")
-    loss, accuracy = result
-    for name, value in (("loss", loss), ("accuracy", accuracy)):
-        if isinstance(value, Tensor) or not isinstance(value, float | int):
-            raise AssertionError(
-                f"{what}: the {name} is a {type_name(value)}; return a plain Python number "
-                "(.item() of a one-element tensor, float(...) of a NumPy number)"
-            )
-    if not model.seen:
-        raise AssertionError(f"{what} never called the model")
-    if any(training for training, _ in model.seen):
-        raise AssertionError(
-            f"{what} ran the model in training mode. Call model.eval() first: layers such as "
-            "dropout and batch norm (chapter 11) behave differently when evaluating."
-        )
-    if any(recording for _, recording in model.seen):
-        raise AssertionError(
-            f"{what} recorded a graph for every batch. Wrap the loop in `with ml.no_grad():`: "
-            "evaluation needs no gradients, and the graph costs time and memory."
-        )
-    if not ml.is_grad_enabled():
+    loader = DataLoader(TensorDataset(Tensor(x), Tensor(y)), batch_size=4)
+    rec = called(evaluate, model, loader, nn.CrossEntropyLoss())
+    still_off = not ml.is_grad_enabled()
+    if still_off:
         ml.set_grad_enabled(True)
-        raise AssertionError(f"after {what}, gradient recording was still off; use no_grad")
-    want_loss, want_accuracy = _reference(model, dataset)
-    if 1 < accuracy <= 100:
-        raise AssertionError(
-            f"{what}: accuracy {number(accuracy)} looks like a percentage; "
-            "return the fraction correct, between 0 and 1"
+    return {
+        "result": rec,
+        "seen": [[bool(t), bool(r)] for t, r in model.seen],
+        "recording_off_after": still_off,
+    }
+
+
+def _reference(x, y) -> tuple[float, float, float]:
+    """(mean loss per example, accuracy, mean of the batches' mean losses)."""
+    w, b = np.array(_WEIGHT), np.array(_BIAS)
+    logits = x.astype(np.float64) @ w.T + b
+    top = logits.max(1, keepdims=True)
+    log_p = logits - top - np.log(np.exp(logits - top).sum(1, keepdims=True))
+    loss = -log_p[np.arange(len(y)), y]
+    batches = [loss[i : i + 4].mean() for i in range(0, len(y), 4)]
+    return float(loss.mean()), float((logits.argmax(1) == y).mean()), float(np.mean(batches))
+
+
+def _judge_eval(cases, data) -> str:
+    x, y = _eval_data(cases["seed"])
+    what = "evaluate(model, loader, loss_fn) on 9 examples in batches of 4, 4, 1"
+    rec = data["result"]
+    raised_first(rec, what)
+    if rec.get("sequence") != "tuple":
+        extra = " (did you forget `return`?)" if rec == {"type": "None"} else ""
+        raise Wrong(f"{what} returned {kind(rec)}{extra}; it should return a tuple")
+    items = rec["items"]
+    if len(items) != 2:
+        raise Wrong(f"{what} returned {len(items)} values, where the contract asks for two")
+    values = []
+    for name, item in zip(("loss", "accuracy"), items, strict=True):
+        value = value_of(item, what)
+        if type(value) not in (int, float):
+            raise Wrong(f"{what}: the {name} is a {kind(item)}, not a plain Python number")
+        values.append(float(value))
+    loss, accuracy = values
+    seen = data["seen"]
+    if not isinstance(seen, list) or not seen:
+        raise Wrong(f"{what} never called the model")
+    if any(training is not False for training, _ in seen):
+        raise Wrong(
+            f"{what} ran the model in training mode (no model.eval()): layers such as dropout "
+            "and batch norm (chapter 11) behave differently when evaluating"
         )
+    if any(recording is not False for _, recording in seen):
+        raise Wrong(
+            f"{what} recorded a graph for every batch (no no_grad): evaluation needs no "
+            "gradients, and the graph costs time and memory"
+        )
+    if data["recording_off_after"] is not False:
+        raise Wrong(f"after {what}, gradient recording was still off")
+    want_loss, want_accuracy, batch_means = _reference(x, y)
+    if 1 < accuracy <= 100:
+        raise Wrong(f"{what}: accuracy {number(accuracy)} looks like a percentage")
     if not np.isclose(accuracy, want_accuracy, atol=1e-9):
-        raise AssertionError(
+        raise Wrong(
             f"{what}: accuracy {number(accuracy)} is not the fraction of the 9 examples whose "
-            "largest logit is at their label. Count correct answers over all batches, then "
-            "divide by the number of examples."
+            "largest logit is at their label"
         )
     if not np.isclose(loss, want_loss, rtol=1e-5):
-        batch_means = [nn.functional.cross_entropy(model.layer(x), y).item() for x, y in loader]
-        if np.isclose(loss, np.mean(batch_means), rtol=1e-5):
-            raise AssertionError(
+        if np.isclose(loss, batch_means, rtol=1e-5):
+            raise Wrong(
                 f"{what}: the loss is the mean of the batches' mean losses, which gives the "
-                "last batch of 1 example as much weight as a batch of 4. Weight each batch's "
-                "mean by its size, then divide by the number of examples."
+                "last batch of 1 example as much weight as a batch of 4"
             )
-        raise AssertionError(
-            f"{what}: the loss {number(loss)} is not the mean loss per example over the "
-            "whole loader"
+        raise Wrong(
+            f"{what}: the loss {number(loss)} is not the mean loss per example over the whole "
+            "loader"
         )
-    print("✓ evaluate: loss per example and accuracy, in eval mode, without a graph")
+    return "✓ evaluate: loss per example and accuracy, in eval mode, without a graph"
+
+
+EXERCISE_EVALUATE = register(
+    Exercise(
+        check="check_evaluate",
+        chapter="09",
+        title="evaluate",
+        probe=_probe_eval,
+        judge=_judge_eval,
+        cases=_eval_cases,
+    )
+)
+check_evaluate = EXERCISE_EVALUATE.lab_check
 
 
 # --------------------------------------------------------------------------------------------
@@ -315,73 +391,6 @@ def _reference_run(seed, patience, max_epochs):
     return losses, int(np.argmin(losses)), best_state
 
 
-def check_early_stopping(fit_early_stopping) -> None:
-    """Stops `patience` epochs after the best validation loss, with the best weights back."""
-    for seed, patience, max_epochs in [(0, 3, 60), (1, 5, 60), (2, 2, 60), (0, 100, 12)]:
-        want, best_epoch, best_state = _reference_run(seed, patience, max_epochs)
-        problem = early_stopping_problem(seed, _ModeWatchingAdam)
-        model, optimizer, train_loader, val_loader, loss_fn = problem
-        optimizer.model = model
-        what = f"fit_early_stopping(..., patience={patience}, max_epochs={max_epochs})"
-        got = call(
-            what,
-            fit_early_stopping,
-            model,
-            optimizer,
-            train_loader,
-            val_loader,
-            loss_fn,
-            patience=patience,
-            max_epochs=max_epochs,
-            returns=list,
-        )
-        if optimizer.steps_in_eval:
-            raise AssertionError(
-                f"{what}: the optimiser stepped while the model was in eval mode (evaluate "
-                "leaves it there), so dropout and batch norm would train as if evaluating. "
-                "Call model.train() at the start of every epoch"
-            )
-        if len(got) != len(want):
-            stop = len(want)
-            if len(got) == max_epochs:
-                hint = "it never stopped early"
-            elif len(got) == stop - 1:
-                hint = "it stopped one epoch too early"
-            elif len(got) == stop + 1:
-                hint = "it stopped one epoch too late"
-            else:
-                hint = "it stopped at another epoch"
-            raise AssertionError(
-                f"{what} trained {len(got)} epochs; the best validation loss came in epoch "
-                f"{best_epoch + 1}, so with patience {patience} it should stop after "
-                f"{min(best_epoch + 1 + patience, max_epochs)} epochs: {hint}. Count the "
-                "epochs since the best one, and stop when that count reaches patience."
-            )
-        if not np.allclose(got, want, rtol=1e-4, atol=1e-6):
-            raise AssertionError(
-                f"{what}: the validation losses it returned are not those of the model after "
-                "each epoch: return, for every epoch, the mean loss per example on "
-                "val_loader, measured after that epoch's training"
-            )
-        final = {k: v.data for k, v in model.state_dict().items()}
-        if not all(np.allclose(final[k], best_state[k], atol=1e-6) for k in best_state):
-            end = _val_loss(model, val_loader, loss_fn)
-            aliased = np.isclose(end, got[-1], rtol=1e-6) and best_epoch != len(got) - 1
-            raise AssertionError(
-                f"{what}: the model ends with validation loss {number(end)}, not the best "
-                f"one, {number(min(got))} (epoch {best_epoch + 1}). Keep a copy of the best "
-                "weights and load them back at the end"
-                + (
-                    ": a state_dict shares the model's arrays, which the optimiser keeps "
-                    "changing, so copy the arrays ({k: v.data.copy() ...})."
-                    if aliased
-                    else "."
-                )
-            )
-    _plateau_problem(fit_early_stopping)
-    print("✓ fit_early_stopping: stops patience epochs after the best one, best weights back")
-
-
 class _ModeWatchingAdam(optim.Adam):
     """Adam that counts the steps it takes while `self.model` is in eval mode."""
 
@@ -393,22 +402,127 @@ class _ModeWatchingAdam(optim.Adam):
         super().step()
 
 
-def _plateau_problem(fit_early_stopping) -> None:
-    """With lr = 0 the validation loss never changes: equal is not better."""
-    model, optimizer, train_loader, val_loader, loss_fn = early_stopping_problem(0)
+_RUNS = ((0, 3, 60), (1, 5, 60), (2, 2, 60), (0, 100, 12))  # (problem seed, patience, epochs)
+
+
+def _early_cases(seed: int) -> dict:
+    return {"runs": [[s + 10 * seed, p, e] for s, p, e in _RUNS], "plateau": 10 * seed}
+
+
+def _fit(fit_early_stopping, problem, patience, max_epochs) -> dict:
+    model, optimizer, train_loader, val_loader, loss_fn = problem
+    rec = called(fit_early_stopping, model, optimizer, train_loader, val_loader, loss_fn,
+                 patience=patience, max_epochs=max_epochs)  # fmt: skip
+    state = attempt(lambda: {str(k): np.array(v.data) for k, v in model.state_dict().items()})
+    return {
+        "losses": rec,
+        "steps_in_eval": int(getattr(optimizer, "steps_in_eval", 0)),
+        "final": {"raised": list(state[1:])} if state[0] == "raised" else state[1],
+    }
+
+
+def _probe_early(cases, fit_early_stopping):
+    runs = []
+    for seed, patience, max_epochs in cases["runs"]:
+        problem = early_stopping_problem(seed, _ModeWatchingAdam)
+        problem[1].model = problem[0]
+        runs.append(_fit(fit_early_stopping, problem, patience, max_epochs))
+    model, optimizer, train_loader, val_loader, loss_fn = early_stopping_problem(cases["plateau"])
     for group in optimizer.param_groups:
         group["lr"] = 0.0
+    plateau = called(fit_early_stopping, model, optimizer, train_loader, val_loader, loss_fn,
+                     patience=2, max_epochs=10)  # fmt: skip
+    return {"runs": runs, "plateau": plateau}
+
+
+def _floats(rec, what: str) -> list:
+    raised_first(rec, what)
+    if rec.get("sequence") != "list":
+        extra = " (did you forget `return`?)" if rec == {"type": "None"} else ""
+        raise Wrong(f"{what} returned {kind(rec)}{extra}; it should return a list")
+    out = [value_of(item, what) for item in rec["items"]] if len(rec["items"]) < 64 else None
+    if out is None or any(type(v) not in (int, float) for v in out):
+        raise Wrong(f"{what}: the list does not hold one number per epoch")
+    return [float(v) for v in out]
+
+
+def _judge_early(cases, data) -> str:
+    for (seed, patience, max_epochs), facts in zip(cases["runs"], data["runs"], strict=True):
+        want, best_epoch, best_state = _reference_run(seed, patience, max_epochs)
+        what = f"fit_early_stopping(..., patience={patience}, max_epochs={max_epochs})"
+        got = _floats(facts["losses"], what)
+        if facts["steps_in_eval"] != 0:
+            raise Wrong(
+                f"{what}: the optimiser stepped while the model was in eval mode (evaluate "
+                "leaves it there), so dropout and batch norm would train as if evaluating"
+            )
+        if len(got) != len(want):
+            stop = len(want)
+            if len(got) == max_epochs:
+                hint = "it never stopped early"
+            elif len(got) == stop - 1:
+                hint = "it stopped one epoch too early"
+            elif len(got) == stop + 1:
+                hint = "it stopped one epoch too late"
+            else:
+                hint = "it stopped at another epoch"
+            raise Wrong(
+                f"{what} trained {len(got)} epochs; the best validation loss came in epoch "
+                f"{best_epoch + 1}, so with patience {patience} it should stop after "
+                f"{min(best_epoch + 1 + patience, max_epochs)} epochs: {hint}"
+            )
+        if not np.allclose(got, want, rtol=1e-4, atol=1e-6):
+            raise Wrong(
+                f"{what}: the validation losses it returned are not those of the model after "
+                "each epoch (the mean loss per example on val_loader)"
+            )
+        final = facts["final"]
+        raised_first(final if "raised" in final else {}, f"{what}: reading the model")
+        if set(final) != set(best_state) or not all(
+            final[k].shape == best_state[k].shape
+            and np.allclose(final[k], best_state[k], atol=1e-6)
+            for k in best_state
+        ):
+            model, _, _, val_loader, loss_fn = early_stopping_problem(seed)
+            if set(final) == set(best_state) and all(
+                final[k].shape == best_state[k].shape for k in best_state
+            ):
+                model.load_state_dict({k: Tensor(v) for k, v in final.items()})
+            end = _val_loss(model, val_loader, loss_fn)
+            aliased = np.isclose(end, got[-1], rtol=1e-6) and best_epoch != len(got) - 1
+            raise Wrong(
+                f"{what}: the model ends with validation loss {number(end)}, not the best "
+                f"one, {number(min(got))} (epoch {best_epoch + 1}): the best weights are not "
+                "loaded back at the end"
+                + (
+                    ", or the copy kept of them shares the model's arrays, which the optimiser "
+                    "keeps changing"
+                    if aliased
+                    else ""
+                )
+            )
     what = "fit_early_stopping(..., patience=2, max_epochs=10) with lr=0"
-    got = call(
-        what, fit_early_stopping, model, optimizer, train_loader, val_loader, loss_fn,
-        patience=2, max_epochs=10, returns=list,
-    )  # fmt: skip
+    got = _floats(data["plateau"], what)
     if len(got) != 3:
-        raise AssertionError(
+        raise Wrong(
             f"{what}, so the validation loss never changes: it trained {len(got)} epochs, not "
-            "3 (the first, then patience epochs without improvement). A loss equal to the best "
-            "one is no improvement: only a strictly smaller one resets the count"
+            "3 (the first, then patience epochs without improvement). Is a loss equal to the "
+            "best one counted as an improvement? Only a strictly smaller one is"
         )
+    return "✓ fit_early_stopping: stops patience epochs after the best one, best weights back"
+
+
+EXERCISE_EARLY = register(
+    Exercise(
+        check="check_early_stopping",
+        chapter="09",
+        title="Early stopping",
+        probe=_probe_early,
+        judge=_judge_early,
+        cases=_early_cases,
+    )
+)
+check_early_stopping = EXERCISE_EARLY.lab_check
 
 
 def your_early_stopping_picture(fit_early_stopping) -> None:

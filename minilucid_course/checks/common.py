@@ -145,3 +145,131 @@ def cases_of(module: str, name: str):
             "kernel and run the notebook again from the top, without changing the checks."
         )
     return value
+
+
+# --- probes and judges (minilucid_course.checks.exercise) -----------------------------------
+
+
+def attempt(fn, *args, **kwargs):
+    """For a probe: run learner code and return ("ok", result) or ("raised", type, first line).
+
+    NotImplementedError passes through (not done yet). The result is the learner's object: the
+    probe turns it into plain data before it returns.
+    """
+    try:
+        with np.errstate(all="ignore"):
+            return ("ok", fn(*args, **kwargs))
+    except NotImplementedError:
+        raise
+    except RecursionError:
+        return ("raised", "RecursionError", "maximum recursion depth exceeded")
+    except Exception as error:  # the learner's own bug, kept as data
+        text = str(error).strip().splitlines()
+        return ("raised", type(error).__name__, text[0][:300] if text else "")
+
+
+def raised_message(what: str, record, hint: str = "") -> str | None:
+    """For a judge: the one-line message for a ("raised", ...) record, or None for ("ok", ...)."""
+    if record[0] != "raised":
+        return None
+    _, name, text = record
+    if name == "RecursionError":
+        return (
+            f"{what} hit Python's recursion limit (RecursionError): it needs one nested call "
+            "per tensor along the chain. What could keep the tensors still to visit instead?"
+        )
+    message = f"{what} raised {name}" + (f": {text}" if text else "")
+    return message.rstrip(".") + f". {hint}" if hint else message
+
+
+def graph_tensors(root) -> list:
+    """Every tensor `root` was computed from (constants included, root first), each once, in an
+    order fixed by how the graph was built: a probe and a judge that build the same graph get
+    the same list, so an order of tensors travels between them as indices into it."""
+    from minilucid.tensor import Tensor
+
+    nodes, seen, stack = [], set(), [root]
+    while stack:
+        t = stack.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        nodes.append(t)
+        if t._ctx is not None:
+            stack.extend(p for p in reversed(t._ctx.parents) if isinstance(p, Tensor))
+    return nodes
+
+
+def judged_entry(entry, where: str, said: str | None = None) -> dict:
+    """For a judge: one case's entry of probe data, a dict; Wrong when it is damaged or records
+    what the learner's code raised (`said`: how the message names the call, `where` by default;
+    a record of four items starts with the name of the call that raised)."""
+    from minilucid_course.checks.exercise import Wrong
+
+    if not isinstance(entry, dict):
+        raise Wrong(f"the results of your answer hold nothing for {where}")
+    if "raised" not in entry:
+        return entry
+    record = entry["raised"]
+    if not isinstance(record, list) or len(record) not in (3, 4) or record[-3] != "raised":
+        raise Wrong(f"the results of your answer hold nothing for {where}")
+    record = [str(r) for r in record]
+    said = f"{record[0]} for {where}" if len(record) == 4 else (said or where)
+    raise Wrong(raised_message(said, record[-3:]))
+
+
+def judged_cases(data, key: str, n: int) -> list:
+    """For a judge: data[key], one entry per case, or fewer when the last one is what the
+    answer raised (a probe stops at the first case the learner's code raises on); Wrong for
+    anything else."""
+    from minilucid_course.checks.exercise import Wrong
+
+    items = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(items, list) or not items or len(items) > n:
+        raise Wrong(f"the results of your answer hold no {key} for the {n} cases of the check")
+    if len(items) < n and not (isinstance(items[-1], dict) and "raised" in items[-1]):
+        raise Wrong(f"the results of your answer hold no {key} for the {n} cases of the check")
+    return items
+
+
+def attempt_each(calls, fn, convert) -> list:
+    """For a probe: convert(result, *args) of fn(*args) for each args of `calls` (a lazy
+    iterable, so that each case can be made just before its call), up to the first call that
+    raises, whose record ends the list as {"raised": [...]}."""
+    out = []
+    for args in calls:
+        record = attempt(fn, *args)
+        if record[0] == "raised":
+            out.append({"raised": list(record)})
+            break
+        out.append(convert(record[1], *args))
+    return out
+
+
+def chapter_register(chapter: str):
+    """register(Exercise(...)) for one chapter's exercises, positional and short: the check's
+    name, its title, probe, judge; the cases are the seed alone unless given."""
+
+    def add(check: str, title: str, probe, judge, **more):
+        from minilucid_course.checks.exercise import Exercise, register
+
+        more.setdefault("cases", lambda seed: {"seed": seed})
+        exercise = Exercise(
+            check=check, chapter=chapter, title=title, probe=probe, judge=judge, **more
+        )
+        return register(exercise)
+
+    return add
+
+
+def float_array(x):
+    """For a probe: a learner's numbers (a tensor's, an array's, a number) as a float64 array,
+    or None when they are none or not numbers."""
+    from minilucid.tensor import Tensor
+
+    if isinstance(x, Tensor):
+        x = x.data
+    if not isinstance(x, np.ndarray | np.generic | int | float) or isinstance(x, bool):
+        return None
+    x = np.asarray(x)
+    return np.array(x, dtype=np.float64) if x.dtype.kind in "biuf" else None
