@@ -11,7 +11,10 @@ Uses nbconvert's HTML exporter and needs no network, to build or to read:
 - a cell whose input is collapsed in JupyterLab (an exercise break's answer) is folded here too;
 - MathJax is copied next to the pages from the jupyter-server-mathjax package, and set up to use
   the fonts that package ships (STIX-Web), so that every formula is typeset with real math
-  fonts and no font is requested that is not there.
+  fonts and no font is requested that is not there;
+- a widget's stored output (chapter 09's progress bar) becomes plain HTML drawn from the state
+  the notebook stored, so no widget script is fetched;
+- a local file a page links to (chapter 13's capstone/tiny_gpt.py) is copied next to it.
 """
 
 from __future__ import annotations
@@ -70,6 +73,10 @@ passes</summary>
 """
 
 MATHJAX_CONFIGS = "TeX-AMS-MML_HTMLorMML-full,Safe,local/minilucid"
+WIDGET = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+# a link in a page to a file beside its notebook: href="capstone/tiny_gpt.py"
+LOCAL_LINK = re.compile(r'href="(?![a-z][a-z0-9+.-]*:|#|/)([^"?#]+)[^"]*"')
 
 PAGE_STYLE = """<style>
 nav.ml-pager { display: flex; justify-content: space-between; gap: 1rem; max-width: 1200px;
@@ -83,6 +90,8 @@ nav.ml-pager .ml-next { text-align: right; }
 .MJX_Assistive_MathML, .MJX_Assistive_MathML * { font-family: inherit !important; }
 details.ml-folded > summary { cursor: pointer; color: #555; font: 14px system-ui, sans-serif;
   padding: 0.2rem 0 0.2rem 6rem; }
+.ml-widget { display: flex; align-items: center; gap: 0.5em; font: 13px monospace; }
+.ml-widget progress { width: 16em; }
 </style>
 """
 
@@ -134,7 +143,7 @@ def build(
     (out / "exercises").mkdir(parents=True, exist_ok=True)
     for old in [*out.glob("*.html"), *(out / "exercises").glob("*.html")]:
         old.unlink()  # pages of notebooks that were renamed or removed
-    _local_mathjax(out)
+    local_mathjax(out)
     pages = {"notebooks": {p.stem for p in chapters}, "exercises": {p.stem for p in exercises}}
 
     titles = {p.stem: title_of(nbformat.read(str(p), as_version=4), p.stem) for p in chapters}
@@ -209,10 +218,9 @@ def _export(path: Path, target: Path, up: str, kind: str, pages: dict, pager: st
         template_file="minilucid_site.html.j2",
     )
     exporter.embed_images = True  # markdown images go into the page
-    exporter.mathjax_url = (
-        f"{up}mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe,local/minilucid"
-    )
+    exporter.mathjax_url = f"{up}mathjax/MathJax.js?config={MATHJAX_CONFIGS}"
     exporter.require_js_url = "data:text/javascript,"  # no widgets here: nothing to load
+    static_widgets(nb)
     title = title_of(nb, path.stem)
     body, _ = exporter.from_notebook_node(
         nb, resources={"metadata": {"name": title, "path": str(path.parent)}}
@@ -228,13 +236,59 @@ def _export(path: Path, target: Path, up: str, kind: str, pages: dict, pager: st
         return f'href="{up}{page}{anchor}"'
 
     body = NOTEBOOK_LINK.sub(link, body)
+    for match in LOCAL_LINK.finditer(body):
+        _copy_linked(path.parent, target.parent, html.unescape(match[1]))
     body = body.replace("</head>", PAGE_STYLE + "</head>", 1)
     body = re.sub(r"(<body[^>]*>)", lambda m: m[1] + "\n" + pager, body, count=1)
     body = body.replace("</body>", pager + "\n</body>", 1)
     target.write_text(body, encoding="utf-8")
 
 
-def _local_mathjax(out: Path) -> None:
+def static_widgets(nb) -> None:
+    """Each widget output as plain HTML from the stored widget state; the state then goes, so
+    the page loads no widget manager. A box shows its children; a progress bar, an HTML or a
+    label widget shows its value; any other widget its text form."""
+    state = nb.metadata.pop("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if WIDGET in data:
+                shown = _widget_html(state, data[WIDGET].get("model_id", ""))
+                if shown is None:
+                    shown = f"<pre>{html.escape(str(data.get('text/plain', '')))}</pre>"
+                output["data"] = {"text/html": shown, "text/plain": data.get("text/plain", "")}
+
+
+def _widget_html(state: dict, model: str):
+    """One widget as HTML from its stored state, or None where nothing is stored for it."""
+    entry = state.get(model.removeprefix("IPY_MODEL_"))
+    if entry is None:
+        return None
+    name, values = entry.get("model_name", ""), entry.get("state", {})
+    if "children" in values:
+        parts = [_widget_html(state, child) or "" for child in values["children"]]
+        return '<div class="ml-widget">' + "".join(parts) + "</div>"
+    if "Progress" in name:
+        value, top = values.get("value", 0), values.get("max", 100)
+        return f'<progress value="{value}" max="{top}"></progress>'
+    if name in ("HTMLModel", "LabelModel"):
+        text = values.get("value", "")
+        return f"<span>{text if name == 'HTMLModel' else html.escape(text)}</span>"
+    return None
+
+
+def _copy_linked(source: Path, out: Path, link: str) -> None:
+    """Copy a file a page links to, from beside its notebook to beside the page."""
+    relative = Path(link)
+    if relative.is_absolute() or ".." in relative.parts or relative.suffix in (".html", ""):
+        return
+    found = source / relative
+    if found.is_file():
+        (out / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(found, out / relative)
+
+
+def local_mathjax(out: Path) -> None:
     """Copy MathJax next to the pages (once), and its configuration for the fonts it has."""
     import jupyter_server_mathjax
 
