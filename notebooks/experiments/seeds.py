@@ -3,7 +3,8 @@
 A chapter sets one result against another only as mean ± sd over several seeds. Training every
 seed again would take the chapter past a minute, so the runs live here, the chapter loads the
 stored figures (ch10_seeds.json, ch11_seeds.json), and tests/test_experiments_ch10_ch11.py
-re-runs a few of them to show the stored figures come back exactly.
+re-runs a few of them: each lands in the band its ten stored seeds span (another CPU or BLAS
+library rounds differently, and a long run turns that into a run of its own).
 
     python notebooks/experiments/seeds.py ch10     # about a minute on one core
     python notebooks/experiments/seeds.py ch11     # about two minutes
