@@ -19,6 +19,35 @@ SOLUTIONS = ROOT / "solutions"
 EXERCISES = ROOT / "exercises"
 
 
+# The files that take longest, first (longest first, as measured with `make test
+# PYTEST_ARGS=--durations=0`): `--dist loadfile --no-loadscope-reorder` (make test) hands whole
+# files to the two workers in the order they are collected, so a long file collected last would
+# leave one worker running it alone at the end. Every other file keeps its place after these.
+LONGEST_FIRST = (
+    "tests/test_browser.py",
+    "tests/test_site_browser.py",
+    "tests/test_nbgrader_grading.py",
+    "tests/test_exercises_ch12.py",
+    "tests/test_class.py",
+    "tests/test_lab.py",
+    "tests/test_exercises_ch03.py",
+    "tests/test_tiny_gpt.py",
+    "tests/test_presentation_browser.py",
+    "tests/test_hub.py",
+    "tests/test_traps.py",
+    "tests/test_exercises_ch13.py",
+    "tests/test_working_copy.py",
+    "tests/test_exercises_unanswered.py",
+    "solutions/13_attention.ipynb",
+    "notebooks/10_convolutions.ipynb",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
 def notebooks_in(folder: Path) -> list[Path]:
     """The notebooks of a course folder; empty while the folder does not exist yet."""
     return sorted(folder.glob("*.ipynb")) if folder.is_dir() else []

@@ -7,8 +7,9 @@ Mutation tests use it to prove a check rejects plausible wrong answers:
         run_check(NB, "ex02_1_mul_backward_check", replace={"ex02_1_mul_backward_answer": wrong})
 
 `run_check` executes the notebook's code cells in order, in a fresh namespace, up to and
-including the check cell, as a kernel would (but without one: this is fast). Nothing is cached
-between calls: every call reads the notebook again and starts from an empty namespace.
+including the check cell, as a kernel would (but without one: this is fast). Every call starts
+from an empty namespace; only the notebook's parsed cells are kept between calls, until the file
+changes (its size or modification time).
 """
 
 from __future__ import annotations
@@ -34,8 +35,17 @@ def _nbgrader(cell) -> dict:
     return cell.get("metadata", {}).get("nbgrader", {}) or {}
 
 
-def _cells(nb_path: Path | str):
-    return nbformat.read(str(nb_path), as_version=4).cells
+_READ: dict[str, tuple[tuple[int, int], list]] = {}
+
+
+def _cells(nb_path: Path | str) -> list:
+    """The notebook's cells, shared by every caller until the file changes: read them only."""
+    path = str(Path(nb_path).resolve())
+    info = os.stat(path)
+    stamp = (info.st_size, info.st_mtime_ns)
+    if path not in _READ or _READ[path][0] != stamp:
+        _READ[path] = (stamp, nbformat.read(path, as_version=4).cells)
+    return _READ[path][1]
 
 
 def _find(cells, grade_id: str, nb_path) -> int:

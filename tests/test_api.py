@@ -42,7 +42,13 @@ def test_signatures_are_pytorchs():
         return list(inspect.signature(fn).parameters)
 
     assert params(ml.Tensor.__init__) == ["self", "data", "requires_grad", "dtype", "name"]
-    assert params(ml.Tensor.backward) == ["self", "gradient", "retain_graph", "create_graph"]
+    assert params(ml.Tensor.backward) == [
+        "self",
+        "gradient",
+        "retain_graph",
+        "create_graph",
+        "inputs",
+    ]
     assert params(ml.Tensor.sum)[:3] == ["self", "dim", "keepdim"]
     assert params(ml.Tensor.clamp) == ["self", "min", "max"]
     assert params(ml.grad)[:5] == [
@@ -356,7 +362,7 @@ def test_helpers_that_need_no_tensor_import_nothing_of_the_package():
     imported += [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     assert imported == ["numpy"], imported
     assert unary.plain is alike.plain  # an ops module imports alike without an import circle
-    assert helpers._axis(-1, 3, "sum") == 2
+    assert helpers.checked_axis(-1, 3, "sum") == 2
 
 
 def test_a_detached_tensor_pickles_and_copies_without_its_note_of_the_cut():
@@ -372,3 +378,136 @@ def test_a_detached_tensor_pickles_and_copies_without_its_note_of_the_cut():
         assert back._cut is None and np.array_equal(back.data, x.data)
     state = ml.nn.Linear(2, 3).state_dict()
     assert list(pickle.loads(pickle.dumps(state))) == ["weight", "bias"]
+
+
+# --------------------------------------------------------------------------------------------
+# Corners, each as PyTorch 2.13 has it (the expected values are torch's)
+
+
+def test_topk_counts_nan_as_the_largest():
+    x = ml.tensor([1.0, float("nan"), 3.0])
+    values, indices = x.topk(2)
+    assert np.isnan(values.data[0]) and values.data[1] == 3.0 and indices.data.tolist() == [1, 2]
+    values, indices = x.topk(2, largest=False)
+    assert values.data.tolist() == [1.0, 3.0] and indices.data.tolist() == [0, 2]
+
+
+def test_softmax_log_softmax_and_topk_of_a_0d_tensor():
+    x = ml.tensor(2.0, requires_grad=True)
+    assert x.softmax(-1).item() == 1.0 and x.log_softmax(0).item() == 0.0
+    values, indices = x.topk(1)
+    assert values.shape == () and values.item() == 2.0 and indices.item() == 0
+    x.log_softmax(0).backward()
+    assert x.grad.shape == () and x.grad == 0.0
+
+
+def test_mean_and_max_of_an_empty_tensor_over_dimensions_that_have_entries():
+    empty = ml.zeros(0, 3)
+    assert empty.mean(1).shape == (0,) and empty.max(1).shape == (0,)
+    assert np.isnan(empty.mean(0).data).all() and empty.mean(0).shape == (3,)
+    with pytest.raises(ValueError, match=r"^max: .*no entries along"):
+        empty.max(0)
+    layer = ml.nn.LayerNorm(3)
+    x = ml.zeros(0, 3, requires_grad=True)
+    layer(x).sum().backward()  # an empty batch goes through, as in PyTorch
+    assert x.grad.shape == (0, 3)
+
+
+def test_indexing_a_0d_tensor_is_an_index_error():
+    with pytest.raises(IndexError, match=r"0-d tensor"):
+        ml.tensor(1.0)[0]
+
+
+def test_a_0d_tensor_used_twice_gets_a_0d_array_as_grad():
+    x = ml.tensor(2.0, requires_grad=True)
+    (x * x).backward()
+    assert type(x.grad) is np.ndarray and x.grad.shape == () and x.grad == 4.0
+
+
+def test_numel_split_and_no_grad_as_a_decorator():
+    x = ml.arange(5.0)
+    assert x.numel() == 5 and ml.zeros(2, 3).numel() == 6
+    assert [p.data.tolist() for p in x.split(2)] == [[0, 1], [2, 3], [4]]
+    assert [p.data.tolist() for p in x.split([1, 4])] == [[0], [1, 2, 3, 4]]
+    y = ml.zeros(2, 4)
+    y.split(2, dim=1)[1].fill_(1.0)  # the pieces are views
+    assert y.data.tolist() == [[0, 0, 1, 1], [0, 0, 1, 1]]
+
+    @ml.no_grad()
+    def double(t):
+        return t * 2
+
+    assert not double(ml.tensor([1.0], requires_grad=True)).requires_grad
+    assert ml.is_grad_enabled()
+
+
+def test_module_dict_and_embedding_dtype():
+    d = ml.nn.ModuleDict({"a": ml.nn.Linear(2, 3)})
+    d["b"] = ml.nn.Linear(3, 1)
+    assert list(d.keys()) == ["a", "b"] and "a" in d and len(d) == 2
+    assert [n for n, _ in d.named_parameters()] == ["a.weight", "a.bias", "b.weight", "b.bias"]
+    assert ml.nn.Embedding(3, 2, dtype=ml.float64).weight.dtype == np.float64
+
+
+def test_register_hook_returns_a_handle_that_removes_it():
+    x = ml.tensor([1.0, 2.0], requires_grad=True)
+    handle = x.register_hook(lambda g: g * 2)
+    handle.remove()
+    (x * 1).sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0]
+
+
+def test_backward_inputs_accumulates_into_those_tensors_only():
+    a = ml.tensor([1.0, 2.0], requires_grad=True)
+    b = ml.tensor([3.0, 4.0], requires_grad=True)
+    (a * b).sum().backward(inputs=[a])
+    assert a.grad.tolist() == [3.0, 4.0] and b.grad is None
+
+
+def test_cross_entropy_of_one_sample():
+    loss = F.cross_entropy(ml.tensor([1.0, 2.0, 3.0]), ml.tensor(1))
+    np.testing.assert_allclose(loss.item(), 1.4076059, rtol=1e-6)
+
+
+def test_sum_over_no_dims_reduces_everything_as_torch_2_13():
+    x = ml.tensor([[1.0, 2.0], [3.0, 4.0]])
+    assert x.sum(dim=()).item() == 10.0 and x.mean(dim=()).item() == 2.5
+
+
+def test_float32_times_a_numpy_float64_stays_float32():
+    x = ml.tensor([1.0, 2.0])
+    assert (x * np.float64(2.0)).dtype == np.float32
+    assert (np.float64(2.0) * x).dtype == np.float32
+
+
+def test_needs_input_grad_is_there_in_forward():
+    from minilucid.function import Function
+
+    seen = []
+
+    class Probe(Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            seen.append(ctx.needs_input_grad)
+            return a + b
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, grad
+
+    Probe.apply(ml.tensor([1.0], requires_grad=True), ml.tensor([2.0]))
+    assert seen == [(True, False)]
+
+
+def test_a_tensor_with_views_copies_and_pickles():
+    import copy
+    import pickle
+
+    x = ml.zeros(3)
+    v = x[1:]
+    for twin in (copy.deepcopy(x), pickle.loads(pickle.dumps(x))):
+        twin += 1  # its own memory: neither x nor x's view changes
+        assert twin.data.tolist() == [1.0, 1.0, 1.0] and v.data.tolist() == [0.0, 0.0]
+    layer = ml.nn.Linear(2, 3)
+    row = layer.weight[0]  # a view of a parameter
+    assert copy.deepcopy(layer).weight.shape == (3, 2) and row.shape == (2,)

@@ -31,6 +31,8 @@ KEEP = np.array(  # (L, S) = (4, 5): who attends to whom; every row keeps someon
     [[1, 0, 1, 0, 0], [1, 1, 0, 0, 1], [0, 0, 1, 1, 1], [1, 1, 1, 1, 0]], dtype=bool
 )
 BIAS = np.random.default_rng(4).standard_normal((4, 5))
+BLIND = KEEP.copy()
+BLIND[2] = False  # query 2 may attend to no key
 ERF = np.vectorize(math.erf)
 
 
@@ -48,8 +50,15 @@ def attention_ref(q, k, v, keep=None, bias=None, scale=None):
         scores = np.where(keep, scores, -np.inf)
     if bias is not None:
         scores = scores + bias
-    e = np.exp(scores - scores.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True) @ v
+    with np.errstate(invalid="ignore"):  # a row that keeps nothing is nan here
+        e = np.exp(scores - scores.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True) @ v
+
+
+def layer_norm_ref(x, dims):
+    axes = tuple(range(x.ndim - dims, x.ndim))
+    centred = x - x.mean(axes, keepdims=True)
+    return centred / np.sqrt((centred**2).mean(axes, keepdims=True) + 1e-5)
 
 
 def causal(L):
@@ -143,6 +152,37 @@ CASES = [
         lambda q, k, v: attention_ref(q, k, v, keep=causal(3)),
         HEADS,
     ),
+    Case("gelu far", lambda m, F, x: F.gelu(x * 4), lambda x: gelu_ref(x * 4), (S3,)),
+    Case(
+        "gelu tanh far",
+        lambda m, F, x: F.gelu(x * 4, approximate="tanh"),
+        lambda x: gelu_tanh_ref(x * 4),
+        (S3,),
+    ),
+    Case(
+        "layer_norm",
+        lambda m, F, x, w, b: F.layer_norm(x, (4,), w, b),
+        lambda x, w, b: layer_norm_ref(x, 1) * w + b,
+        (S3, (4,), (4,)),
+    ),
+    Case(
+        "layer_norm two dims no affine",
+        lambda m, F, x: F.layer_norm(x, (3, 4)),
+        lambda x: layer_norm_ref(x, 2),
+        (S3,),
+    ),
+    Case(
+        "layer_norm weight only",
+        lambda m, F, x, w: F.layer_norm(x, (4,), w),
+        lambda x, w: layer_norm_ref(x, 1) * w,
+        (S3, (4,)),
+    ),
+    Case(
+        "attention a query that sees no key",  # PyTorch 2.13: that row's output is 0
+        lambda m, F, q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=m.tensor(BLIND)),
+        lambda q, k, v: np.where(BLIND.any(-1, keepdims=True), attention_ref(q, k, v, BLIND), 0),
+        QKV,
+    ),
     Case("topk values", lambda m, F, x: x.topk(2).values, lambda x: topk_ref(x, 2, -1), (S3,)),
     Case(
         "topk dim 0 smallest",
@@ -230,6 +270,78 @@ def test_agrees_with_torch_values_gradients_and_second_derivatives(case):
 
 # --------------------------------------------------------------------------------------------
 # What has no gradient: topk's indices, multinomial; and the modules
+
+
+def test_erf_is_within_a_few_units_in_the_last_place_of_math_erf():
+    """A dense grid, tiny values, both branches' edges and the far tails, in float64 and
+    float32 (the reference rounded from float64 to float32's grid of the result)."""
+    from minilucid.ops.attention import erf_array
+
+    tiny = np.geomspace(1e-300, 7, 4001)
+    edges = [1.0, 1.5, 2.5, 6.0, 5.99999, 3.92, 1e3]
+    x = np.concatenate([np.linspace(-7, 7, 70001), tiny, -tiny, edges, np.negative(edges), [0]])
+    for dtype, ulps in ((np.float64, 2), (np.float32, 4)):
+        xs = x.astype(dtype)
+        ours = erf_array(xs)
+        assert ours.dtype == dtype
+        ref = np.array([math.erf(float(v)) for v in xs])
+        error = np.abs(ours.astype(np.float64) - ref) / np.spacing(np.abs(ref).astype(dtype))
+        assert error.max() <= ulps, (dtype, xs[np.argmax(error)], error.max())
+    special = erf_array(np.array([np.inf, -np.inf, np.nan, -0.0]))
+    np.testing.assert_array_equal(special[:3], [1, -1, np.nan])
+    assert np.signbit(special[3])
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_slope_matches_central_differences_far_out(approximate):
+    """GELU's backward reads Phi off its output: check it where that is delicate (0, tiny,
+    the far tails) against central differences in float64."""
+    x = np.array([0.0, -0.0, 1e-300, -1e-300, 1e-8, 0.7, -0.7, 2.5, -2.5, 6.0, -6.0, 9.0, -9.0])
+    t = ml.tensor(x, requires_grad=True)
+    MF.gelu(t, approximate=approximate).sum().backward()
+    h = 1e-6
+    ref = gelu_ref if approximate == "none" else gelu_tanh_ref
+    numeric = (ref(x + h) - ref(x - h)) / (2 * h)
+    np.testing.assert_allclose(t.grad, numeric, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_in_float32_is_float64_rounded(approximate):
+    """The float32 paths (series, far tails, the slope read off the output, 0) agree with the
+    float64 ones to float32's rounding; at 0 the slope is 1/2 exactly."""
+    x = np.concatenate([np.linspace(-9, 9, 1801), [0.0, -0.0, 1e-30, -1e-30]])
+    results = []
+    for dtype in (np.float32, np.float64):
+        t = ml.tensor(x.astype(dtype), requires_grad=True)
+        y = MF.gelu(t, approximate=approximate)
+        y.sum().backward()
+        assert y.dtype == dtype and t.grad.dtype == dtype
+        results.append((y.data.astype(np.float64), t.grad.astype(np.float64)))
+    (y32, g32), (y64, g64) = results
+    np.testing.assert_allclose(y32, y64, rtol=4e-6, atol=3e-7)
+    np.testing.assert_allclose(g32, g64, rtol=4e-6, atol=3e-7)
+    assert g32[-4] == g32[-3] == 0.5
+
+
+def test_attention_float_mask_of_another_dtype_gets_its_gradient():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal(s) for s in QKV)
+    bias = BIAS.astype(np.float32)  # float32 beside float64 queries, as PyTorch allows
+    ours = [ml.tensor(a, requires_grad=True) for a in (q, k, v)]
+    mask = ml.tensor(bias, requires_grad=True)
+    out = MF.scaled_dot_product_attention(*ours, attn_mask=mask)
+    assert out.dtype == np.float64
+    (out * out).sum().backward()
+    theirs = [torch.tensor(a, requires_grad=True) for a in (q, k, v)]
+    t_mask = torch.tensor(bias, requires_grad=True)
+    t_out = torch.nn.functional.scaled_dot_product_attention(*theirs, attn_mask=t_mask)
+    (t_out * t_out).sum().backward()
+    assert mask.grad is not None and mask.grad.dtype == np.float32
+    np.testing.assert_allclose(out.data, t_out.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(mask.grad, t_mask.grad.numpy(), rtol=1e-4, atol=1e-6)
+    for x, t in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(x.grad, t.grad.numpy(), rtol=1e-4, atol=1e-5)
 
 
 def test_embedding_gradient_adds_up_over_repeated_indices():

@@ -106,6 +106,9 @@ def test_an_answer_that_does_what_no_answer_needs_is_listed(case, tmp_path):
 
 def test_the_class_report_names_the_hand_in_and_the_gradebook_extra_credit(tmp_path):
     path, grade_id, source, _words = LISTED["a MyAdam that hands its steps to minilucid's Adam"]
+    release = tmp_path / "course" / "source" / "ch08"
+    release.mkdir(parents=True)
+    nbformat.write(nbformat.read(str(path), as_version=4), str(release / path.name))
     handed_in = tmp_path / "course" / "submitted" / "ada" / "ch08"
     handed_in.mkdir(parents=True)
     _with_answer(path, grade_id, source, handed_in)
@@ -140,3 +143,20 @@ def test_extra_credit_and_hand_set_scores_are_listed(tmp_path, monkeypatch):
         "ada/ch99 ex1: extra credit 9",
         "ada/ch99 ex2: score set by hand to 1",
     ]
+
+
+def test_the_report_says_plainly_when_there_is_nothing_to_read(tmp_path, capsys):
+    (tmp_path / "submitted").mkdir()
+    assert audit.main([str(tmp_path)]) == 0
+    assert "no hand-ins in" in capsys.readouterr().out
+    path = SOLUTIONS[0]
+    for folder in ("source", "submitted/bob"):
+        target = tmp_path / folder / "ch01"
+        target.mkdir(parents=True)
+        nbformat.write(nbformat.read(str(path), as_version=4), str(target / path.name))
+    assert audit.main([str(tmp_path)]) == 0
+    assert capsys.readouterr().out.startswith("no hand-in to read: the 1 hand-in(s)")
+
+
+def test_what_a_hand_in_wrote_reaches_the_screen_escaped():
+    assert audit.shown("a\x1b[2Jb\u202ec\nd ✓") == "a\\x1b[2Jb\\u202ec\\x0ad ✓"

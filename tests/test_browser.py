@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
+from servers import NO_PORT_RETRIES, free_port
 
 import minilucid as ml
 from minilucid import viz
@@ -300,12 +300,6 @@ def test_chapter_10s_cnn_is_at_most_two_screens_tall_at_968_px(browser):
 # JupyterLab on a fresh clone: stored outputs of an untrusted notebook
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """JupyterLab serving a fresh `git clone` of the repository, with empty Jupyter dirs."""
@@ -334,6 +328,7 @@ def serve_lab(home: Path, root_dir: Path, pythonpath: Path | None = None):
     port = free_port()
     command = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}"]
     command += [
+        NO_PORT_RETRIES,
         "--ServerApp.ip=127.0.0.1",
         "--allow-root",
         f"--ServerApp.token={TOKEN}",
@@ -364,7 +359,11 @@ def _shut_down(url: str, server) -> None:
         server.wait(timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         server.terminate()
-        server.wait(timeout=10)
+        try:
+            server.wait(timeout=30)  # a loaded machine may take longer to stop the kernels
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 def _quiet_config(config: Path) -> None:

@@ -82,7 +82,7 @@ def test_emptying_the_module_attribute_changes_nothing(monkeypatch, capsys):
         ch03.GRAPHS.clear()
     monkeypatch.setattr(ch03, "GRAPHS", ())
     ch03.check_topological_order(topological_order)
-    assert "on 4 graphs" in capsys.readouterr().out
+    assert "on 5 graphs" in capsys.readouterr().out
 
 
 def test_a_check_whose_cases_are_gone_fails(monkeypatch):

@@ -62,7 +62,7 @@ def grad_of_another_shape():
 
 def in_place_with_a_view_of_itself():
     h = x23() * 2
-    h += h.reshape(2, 3)
+    h[:, 1:].add_(h[:, :2])  # two overlapping views: the result would depend on the order
 
 
 def shapes_message(op, *shapes):
@@ -481,13 +481,13 @@ BAD = [
         "iterating a 0-d tensor",
         lambda: list(ml.tensor(1.0)),
         TypeError,
-        r"^getitem: iteration over a 0-d tensor",
+        r"^iter: iteration over a 0-d tensor",
     ),
     (
         "in place with a view of itself",
         in_place_with_a_view_of_itself,
         RuntimeError,
-        r"^add_: the other operand shares its memory with the tensor being changed",
+        r"^add_: the other operand shares part of its memory with the numbers being changed",
     ),
     (
         "grad of outputs and grad_outputs that differ in number",

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from nbharness import mutation_tests
+from forgery import forged_data_test
+from nbharness import Wrong, mutation_tests
 
 from minilucid import Tensor
 from minilucid.function import Function
@@ -39,34 +40,47 @@ GRADCHECK_BODY_START = "    arrays = [np.array(a, dtype=np.float64), np.array(b,
 
 MUTANTS = {
     "mul": {
-        "swapped inputs": ("return grad * b, grad * a", "return grad * a, grad * b"),
+        "swapped inputs": Wrong(
+            ("return grad * b, grad * a", "return grad * a, grad * b"), "times a itself"
+        ),
         "forgot the incoming grad": ("return grad * b, grad * a", "return b, a"),
         "wrong sign": ("return grad * b, grad * a", "return -grad * b, -grad * a"),
         "one gradient for two inputs": ("return grad * b, grad * a", "return grad * b"),
+        "the incoming grad multiplied in place": Wrong(
+            ("return grad * b, grad * a", "grad *= b\n        return grad, grad * a"),
+            "multiplied by b in place",
+        ),
     },
     "div": {
         "wrong sign on b": (
             "return grad / b, -grad * a / b**2",
             "return grad / b, grad * a / b**2",
         ),
-        "forgot the square": (
-            "return grad / b, -grad * a / b**2",
-            "return grad / b, -grad * a / b",
+        "forgot the square": Wrong(
+            ("return grad / b, -grad * a / b**2", "return grad / b, -grad * a / b"),
+            "not squared",
         ),
         "forgot a": ("return grad / b, -grad * a / b**2", "return grad / b, -grad / b**2"),
-        "a's gradient times b": (
-            "return grad / b, -grad * a / b**2",
-            "return grad * b, -grad * a / b**2",
+        "the incoming grad divided in place": Wrong(
+            (
+                "return grad / b, -grad * a / b**2",
+                "grad /= b\n        return grad, -grad * a / b**2",
+            ),
+            "divided by b in place",
+        ),
+        "a's gradient times b": Wrong(
+            ("return grad / b, -grad * a / b**2", "return grad * b, -grad * a / b**2"),
+            "times b",
         ),
     },
     "pow": {
-        "exponent not lowered": (
-            "return grad * p * a ** (p - 1), None",
-            "return grad * p * a**p, None",
+        "exponent not lowered": Wrong(
+            ("return grad * p * a ** (p - 1), None", "return grad * p * a**p, None"),
+            "exponent unchanged",
         ),
-        "p not brought down": (
-            "return grad * p * a ** (p - 1), None",
-            "return grad * a ** (p - 1), None",
+        "p not brought down": Wrong(
+            ("return grad * p * a ** (p - 1), None", "return grad * a ** (p - 1), None"),
+            "without p",
         ),
         "no gradient slot for p": (
             "return grad * p * a ** (p - 1), None",
@@ -87,7 +101,9 @@ MUTANTS = {
         ),
     },
     "hypot": {
-        "forgot the incoming grad": (HYPOT_RIGHT, "return a / z, b / z"),
+        "forgot the incoming grad": Wrong(
+            (HYPOT_RIGHT, "return a / z, b / z"), "without the incoming gradient"
+        ),
         "derivative of the square root alone": (
             HYPOT_RIGHT,
             "return grad / (2 * z), grad / (2 * z)",
@@ -126,6 +142,10 @@ MUTANTS = {
 test_the_solution_passes, test_a_wrong_answer_is_rejected, test_the_stub_raises = mutation_tests(
     NB, EXERCISES, MUTANTS, stand_ins=EARLIER_CHECKS
 )
+
+# the exercises whose checks are probes and judges (minilucid_course.checks.exercise)
+JUDGED = {k: EXERCISES[k] for k in ("mul", "div", "pow", "central", "hypot", "gradcheck")}
+test_forged_data_is_wrong = forged_data_test(NB, JUDGED, EARLIER_CHECKS)
 
 
 # --- messages say what is wrong, in plain words ---------------------------------------------
@@ -184,15 +204,19 @@ def test_one_sided_difference_is_explained():
         ch02.check_numerical_grad(one_sided)
 
 
-def test_checks_return_a_graph_made_with_the_learners_op():
+def test_a_passing_check_shows_a_graph_made_with_the_learners_op(monkeypatch):
+    import IPython.display
+
     class GoodMul(SwappedMul):
         @staticmethod
         def backward(ctx, grad):
             a, b = ctx.saved_tensors
             return grad * b, grad * a
 
-    picture = ch02.check_mul_backward(GoodMul)  # a drawing of the learner's op in use
-    assert "z = GoodMul(a, b)" in repr(picture)
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: shown.extend(objs))
+    ch02.check_mul_backward(GoodMul)  # then a drawing of the learner's op in use (lab only)
+    assert any("z = GoodMul(a, b)" in repr(picture) for picture in shown)
 
 
 # --- the chapter's package code: Function.apply and numerical_grad --------------------------
@@ -217,3 +241,20 @@ def test_numerical_grad_is_central_weighted_and_leaves_inputs_alone():
     # d/dx sum(w * x**3) = 3 w x**2; central differences add exactly w * eps**2 for a cube
     np.testing.assert_allclose(got, 3 * w * x_data**2 + w * 1e-6, rtol=0, atol=1e-9)
     np.testing.assert_array_equal(x.data, x_data)
+
+
+def test_a_forged_verdict_of_the_gradient_check_is_wrong():
+    from forgery import solution_answers
+
+    from minilucid_course.checks.exercise import LAB_SEED
+
+    _, answers = solution_answers(NB, EXERCISES["gradcheck"][1], EARLIER_CHECKS)
+    data = ch02.GRADIENT_CHECK.run_probe(LAB_SEED, answers)
+    for i in range(len(data["runs"])):
+        for key in ("bool", "kept"):
+            forged = {"runs": [dict(r) for r in data["runs"]]}
+            forged["runs"][i][key] = not forged["runs"][i][key]
+            passed, message = ch02.GRADIENT_CHECK.verdict(LAB_SEED, forged)
+            assert not passed and "gradient_check" in message, (i, key, message)
+    forged = {"runs": [dict(r, kind="ndarray") for r in data["runs"]]}
+    assert not ch02.GRADIENT_CHECK.verdict(LAB_SEED, forged)[0]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from forgery import forged_data_test
 from nbharness import Wrong, mutation_tests, run_check
 
 from minilucid import Tensor
@@ -107,10 +108,20 @@ MUTANTS = {
         "recursive, and empties the check's graphs": Wrong(
             RECURSIVE_SORT + EMPTIES_THE_CASES, "RecursionError"
         ),
-        "visited tensors kept in a list": Wrong(LIST_OF_VISITED_SORT, "truth value", "id(t)"),
+        "visited tensors kept in a list": Wrong(LIST_OF_VISITED_SORT, "truth value"),
         "no visited mark": [("        if id(node) in visited:\n            continue\n", "")],
         "pre-order instead of post-order": PRE_ORDER_SORT,
         "breadth first": BREADTH_FIRST_SORT,
+        "tensors that do not require grad kept": Wrong(
+            [
+                (
+                    "if isinstance(parent, Tensor) and parent.requires_grad:",
+                    "if isinstance(parent, Tensor):",
+                )
+            ],
+            "'c'",
+            "does not require grad",
+        ),
         "constants kept": [
             (
                 "if isinstance(parent, Tensor) and parent.requires_grad:",
@@ -144,7 +155,7 @@ MUTANTS = {
                 ),
                 ("    return grads\n", "    return grads\n" + EMPTIES_THE_CASES),
             ],
-            "accumulate",
+            "used more than once",
         ),
         "forgets the seed": [("grads = {root: np.ones_like(root.data)}", "grads = {}")],
         "seeds with zeros": [("np.ones_like(root.data)", "np.zeros_like(root.data)")],
@@ -192,7 +203,8 @@ MUTANTS = {
     },
     "scalar": {
         "assigns instead of accumulating": Wrong(
-            [("parent.grad += local * node.grad", "parent.grad = local * node.grad")], "+=, not ="
+            [("parent.grad += local * node.grad", "parent.grad = local * node.grad")],
+            "the gradient of leaf 1",
         ),
         "tanh derivative 1 - tanh": [("1.0 - t * t", "1.0 - t")],
         "tanh derivative taken at the input": [("1.0 - t * t", "1.0 - self.data * self.data")],
@@ -249,7 +261,7 @@ MUTANTS = {
     },
     "neuron": {
         "never zeroes the gradients": Wrong(
-            [("        w.grad, b.grad = 0.0, 0.0\n", "")], "zero w.grad"
+            [("        w.grad, b.grad = 0.0, 0.0\n", "")], "w.grad"
         ),
         "steps up the gradient": [("w.data -= lr * w.grad", "w.data += lr * w.grad")],
         "loss recorded after the update": [
@@ -273,6 +285,9 @@ test_the_solution_passes, test_a_wrong_answer_is_rejected, test_the_stub_raises 
 )
 
 
+test_forged_data_is_wrong = forged_data_test(NB, EXERCISES, STAND_INS)
+
+
 # --- messages say what is wrong, in plain words (checkers called directly: fast) -------------
 
 
@@ -283,7 +298,7 @@ def _exec(source: str):
 
 
 def test_recursion_is_reported_in_plain_words():
-    with pytest.raises(AssertionError, match="RecursionError.*stack"):
+    with pytest.raises(AssertionError, match="RecursionError.*nested calls"):
         ch03.check_topological_order(_exec(RECURSIVE_SORT))
 
 
@@ -325,7 +340,7 @@ def test_overwriting_is_explained_and_names_the_tensor_and_entry():
     with pytest.raises(AssertionError) as info:
         ch03.check_backward_sweep(_sweep(accumulate=False))
     message = str(info.value)
-    assert "d(y)/d(h)" in message and "entry (0,)" in message and "accumulate" in message
+    assert "d(y)/d(h)" in message and "entry (0,)" in message and "more than once" in message
 
 
 def test_a_correct_sweep_passes(capsys):
@@ -339,7 +354,7 @@ def test_step_numbers_name_the_pair_in_the_wrong_order():
 
 
 def test_hand_gradients_say_which_one_is_wrong():
-    with pytest.raises(AssertionError, match=r"d\(loss\)/d\(h\) should be 14"):
+    with pytest.raises(AssertionError, match=r"d\(loss\)/d\(h\) is not 8"):
         ch03.check_hand_gradients({"loss": 1, "g": 6, "h": 8, "w": 16, "x": 30})
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from forgery import forged_data_test
 from nbharness import Wrong, mutation_tests, rejected, run_check, with_answer
 
 import minilucid as ml
@@ -218,7 +219,7 @@ if stretched:
 return grad
 """,
             ),
-            "keepdims=True",
+            "a dimension of size 1 was dropped",
         ),
         "axes aligned from the left": Wrong(
             _solved(
@@ -269,7 +270,20 @@ return grad
         ),
         "missing transposes": Wrong(
             _solved(EX4[1], "return grad @ b, a @ grad"),
-            "raised ValueError",
+            "inner dimensions differ",
+            "G (2, 4), A (2, 3) and B (3, 4)",
+        ),
+        "missing transposes, on square matrices": Wrong(
+            _solved(
+                EX4[1],
+                """
+if a.shape[0] == a.shape[1] == b.shape[1]:
+    return grad @ b, a.T @ grad
+return grad @ b.T, a.T @ grad
+""",
+            ),
+            "(3, 3)",
+            "B not transposed",
         ),
         "swapped operands on square matrices": Wrong(
             _solved(
@@ -339,7 +353,6 @@ return np.broadcast_to(grad / n, ctx.in_shape)
             ),
             "dim=1",
             "square-matrix trap",
-            "np.expand_dims",
         ),
         "square input filled by columns": Wrong(
             _solved(
@@ -367,7 +380,20 @@ return np.broadcast_to(grad / np.prod(ctx.in_shape), ctx.in_shape)
 """,
             ),
             "dim=1",
-            "1/4",
+            "divides by the input's total size",
+        ),
+        "dividing the incoming gradient in place": Wrong(
+            _solved(
+                EX2[1],
+                """
+if not ctx.keepdim:
+    grad = np.expand_dims(grad, ctx.axes)
+grad /= np.prod([ctx.in_shape[i] for i in ctx.axes])
+return np.broadcast_to(grad, ctx.in_shape)
+""",
+            ),
+            "changed the incoming gradient in place",
+            "x of shape (3, 4)",
         ),
         "forgotten division": Wrong(
             _solved(
@@ -379,6 +405,7 @@ return np.broadcast_to(grad, ctx.in_shape)
 """,
             ),
             "wrong at entry",
+            "times too large",
         ),
     },
     "batched_matmul": {
@@ -389,7 +416,7 @@ return np.broadcast_to(grad, ctx.in_shape)
             _solved(EX5[1], "return grad @ np.swapaxes(b, -1, -2), np.swapaxes(a, -1, -2) @ grad"),
             "(5, 2, 3), b (3, 4)",
             "the gradient for b",
-            "summed over it",
+            "once per entry of the batch",
         ),
         "transposing with dot t": Wrong(
             _solved(
@@ -413,7 +440,7 @@ return grad_a, grad_b
             ),
             "(2, 1, 3, 4)",
             "expected shape",
-            "keeping a stretched dimension",
+            "a dimension it had of size 1 was stretched",
         ),
         "squeezing size one batch dimensions": Wrong(
             _solved(
@@ -459,3 +486,18 @@ return (summed_to(grad @ np.swapaxes(b, -1, -2), a.shape),
 test_the_solution_passes, test_a_wrong_answer_is_rejected, test_the_stub_raises = mutation_tests(
     NB, EXERCISES, MUTANTS
 )
+
+# the exercises whose checks are probes and judges (minilucid_course.checks.exercise); every
+# earlier check cell re-runs before the one under test, and these stand in for them
+JUDGED = {
+    k: EXERCISES[k]
+    for k in (
+        "sum_to_shape",
+        "matmul_backward",
+        "getitem_backward",
+        "mean_backward",
+        "batched_matmul",
+    )
+}
+EARLIER_CHECKS = {check: "pass" for _, check in EXERCISES.values()}
+test_forged_data_is_wrong = forged_data_test(NB, JUDGED, EARLIER_CHECKS)

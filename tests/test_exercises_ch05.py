@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from forgery import forged_data_test
 from nbharness import Wrong, edited, mutation_tests, rejected, run_check, unanswered, with_answer
 
 import minilucid as ml
@@ -231,13 +232,23 @@ EXERCISES = {
 
 MUTANTS = {
     "softplus": {
+        "shifts its input in place (right values)": Wrong(
+            [
+                (
+                    _SOFTPLUS,
+                    "out = np.maximum(a, 0) + np.log1p(e)\n        a -= out\n        return out",
+                )
+            ],
+            "changed its input in place",
+            "moderate inputs",
+        ),
         "the textbook forward log(1 + exp(a))": Wrong(
             [(_SOFTPLUS, "return np.log(1 + np.exp(a))")], "large inputs", "overflow"
         ),
         "log instead of log1p": Wrong(
             [(_SOFTPLUS, "return np.maximum(a, 0) + np.log(1 + e)")],
             "a = -50",
-            "NumPy has a log that takes x",
+            "1 + x rounds to 1",
         ),
         "log1p of exp(a)": Wrong([(_SOFTPLUS, "return np.log1p(np.exp(a))")], "overflow"),
         "a float64 result for float32 input": Wrong(
@@ -283,7 +294,7 @@ MUTANTS = {
             "unless keepdim=True",
         ),
         "no expand_dims in backward": Wrong(
-            [(_LSE_BACK, "g = grad")], "rows far apart", "put the reduced dimension back"
+            [(_LSE_BACK, "g = grad")], "rows far apart", "the output's shape"
         ),
         "a naive softmax in backward": Wrong(
             [
@@ -296,14 +307,14 @@ MUTANTS = {
         ),
         "the backward of a sum": Wrong(
             [("return g * np.exp(a - kept)", "return np.broadcast_to(g, a.shape)")],
-            "softmax(a)_j",
+            "backward on a small vector",
         ),
     },
     "log_softmax": {
         "naive formula": Wrong(
             _solved(EX2[1], "return np.log(np.exp(a) / np.exp(a).sum(axis=dim, keepdims=True))"),
             "large logits",
-            "shift the logits by their maximum",
+            "exp overflowed or a log met 0",
         ),
         "forgotten keepdims": Wrong(
             _solved(
@@ -387,6 +398,11 @@ return a - np.log(np.exp(a).sum(axis=dim, keepdims=True))
         ),
     },
     "sigmoid": {
+        "changes its input in place (right values)": Wrong(
+            _sigmoid_with((_FORWARD, _FORWARD + "\n        np.abs(a, out=a)")),
+            "changed its input in place",
+            "input [-2. , -0.5, 0. , 0.7, 3. ]",
+        ),
         "both formulas inside np.where": Wrong(
             _sigmoid_with(
                 (
@@ -401,7 +417,7 @@ return a - np.log(np.exp(a).sum(axis=dim, keepdims=True))
             _sigmoid_with((_FORWARD, "out = 1 / (1 + np.exp(-a))")),
             "float32 input",
             "overflow",
-            "-|a|",
+            "above exp(88.7)",
         ),
         "the tanh form that loses the left tail": Wrong(
             _sigmoid_with((_FORWARD, "out = 0.5 * (1 + np.tanh(0.5 * a))")),
@@ -481,7 +497,7 @@ return -log_probs[{ROWS}, targets].mean()
         "log of softmax": Wrong(
             _solved(EX4[1], f"return -logits.softmax(dim=1).log()[{ROWS}, targets].mean()"),
             "large logits",
-            "use log_softmax",
+            "underflowed to 0",
         ),
         "a loss without graph": Wrong(
             _solved(
@@ -507,6 +523,11 @@ return Tensor(-log_probs[np.arange(len(targets)), targets].mean())
             "agree up to rounding",
             "expected None",
         ),
+        "NumPy's default tolerances": Wrong(
+            _loop(bad="~np.isclose(a, n)"),
+            "4 significant digits",
+            "expected None",
+        ),
         "absolute tolerance only": Wrong(
             _loop(bad="np.abs(a - n) > atol"),
             "large gradients",
@@ -517,7 +538,7 @@ return Tensor(-log_probs[np.arange(len(targets)), targets].mean())
         ),
         "flat index": Wrong(
             _loop(found="k, int(np.argmax(bad))"),
-            "np.unravel_index",
+            "a flat position",
         ),
         "looking at the first input only": Wrong(
             _solved(
@@ -552,3 +573,6 @@ return found
 test_the_solution_passes, test_a_wrong_answer_is_rejected, test_the_stub_raises = mutation_tests(
     NB, EXERCISES, MUTANTS
 )
+
+# every check of the chapter is a probe and a judge (minilucid_course.checks.exercise)
+test_forged_data_is_wrong = forged_data_test(NB, EXERCISES)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from forgery import forged_data_test
 from nbharness import Wrong, mutation_tests, run_check, with_answer
 
 import minilucid as ml
@@ -107,7 +108,7 @@ with ml.no_grad():
 """
             ),
             "did not change",
-            "in-place operator",
+            "a name bound to a new tensor",
         ),
         "an in-place update while recording": Wrong(
             _sgd(
@@ -155,7 +156,20 @@ with ml.no_grad():
 """
             ),
             "has no gradient",
-            "skip such parameters",
+            "changed it from",
+        ),
+        "zeroes the gradient in place before the step": Wrong(
+            _sgd(
+                """
+with ml.no_grad():
+    for p in params:
+        if p.grad is not None:
+            p.grad[...] = 0
+            p -= lr * p.grad
+"""
+            ),
+            "did not change",
+            "zeroed in place before the step used it",
         ),
         "forgets the learning rate": Wrong(
             _sgd(
@@ -284,7 +298,7 @@ for name, t in tensors.items():
 return caught
 """
             ),
-            "Register one hook per tensor before the backward",
+            "No hook caught a gradient",
         ),
         "reads .grad, which only leaves keep": Wrong(
             _hooks(
@@ -340,6 +354,9 @@ test_the_solution_passes, test_a_wrong_answer_is_rejected, test_the_stub_raises 
     NB, EXERCISES, MUTANTS
 )
 
+# every check of the chapter is a probe and a judge (minilucid_course.checks.exercise)
+test_forged_data_is_wrong = forged_data_test(NB, EXERCISES)
+
 
 @pytest.fixture(autouse=True)
 def recording_stays_on():
@@ -374,6 +391,20 @@ with ml.no_grad():
         if p.grad is not None:
             {update}
             p.grad = None
+"""
+    run_check(NB, EXERCISES["sgd"][1], replace={EXERCISES["sgd"][0]: _sgd(body)})
+    assert "✓ sgd_step" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("zero", ["p.grad[...] = 0", "p.grad.fill(0)", "p.grad *= 0"])
+def test_sgd_step_accepts_gradients_zeroed_in_place(zero, capsys):
+    # the training loop's parameters are 0-d: their .grad must stay an array to be zeroed in place
+    body = f"""
+with ml.no_grad():
+    for p in params:
+        if p.grad is not None:
+            p -= lr * p.grad
+            {zero}
 """
     run_check(NB, EXERCISES["sgd"][1], replace={EXERCISES["sgd"][0]: _sgd(body)})
     assert "✓ sgd_step" in capsys.readouterr().out

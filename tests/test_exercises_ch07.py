@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from forged_data import forged_data_test
 from nbharness import Wrong, mutation_tests, with_answer
 
 NB = Path(__file__).resolve().parents[1] / "solutions" / "07_modules_and_parameters.ipynb"
@@ -77,7 +78,7 @@ MUTANTS = {
         "registries made through its own __setattr__": Wrong(
             [(REGISTRIES, "        self._parameters = {}\n        self._modules = {}\n")],
             "raised AttributeError",
-            "without going through your own __setattr__",
+            "your own __setattr__",
         ),
         "registries shared by every instance (class attributes)": Wrong(
             [
@@ -112,7 +113,7 @@ MUTANTS = {
                     "self._parameters[name] = nn.Parameter(value.data.copy())",
                 )
             ],
-            "not copies",
+            "copies, not the Parameter objects",
         ),
         "None does not unregister a name": Wrong([(FORGET, "")], "'bias' is still registered"),
         "a Parameter under a submodule's name stays in _modules too": Wrong(
@@ -183,7 +184,7 @@ MUTANTS = {
         ),
         "arrays instead of parameters": Wrong(
             [("pairs.append((dot + name, p))", "pairs.append((dot + name, p.data))")],
-            "not a Parameter",
+            "Parameter objects",
         ),
         "forgets to return": Wrong(
             [("        return pairs\n", "        pairs\n")], "returned None"
@@ -286,6 +287,9 @@ MUTANTS = {
         ),
     },
     "linear": {
+        "the package's Linear under another name": Wrong(
+            "class MyLinear(nn.Linear):\n    pass\n", "minilucid's own Linear"
+        ),
         "forgets super().__init__()": Wrong(
             [("        super().__init__()  # given: the registries first (Exercise 1)\n", "")],
             "MyLinear(4, 3) raised AttributeError",
@@ -334,10 +338,10 @@ MUTANTS = {
         ),
         "the engine's matmul message": Wrong(
             [("if x.shape[-1:] != (self.in_features,):", "if False:")],
-            "should name the layer (MyLinear)",
+            "does not name the layer (MyLinear)",
         ),
         "NumPy's random numbers": Wrong(
-            [("ml.rand(*shape).data", "np.random.random(shape)")], "manual_seed", "ml.rand"
+            [("ml.rand(*shape).data", "np.random.random(shape)")], "manual_seed"
         ),
         "normal weights": Wrong(
             [(LINEAR_INIT, "nn.Parameter((k * ml.randn(*shape).data).astype(np.float32))")],
@@ -392,7 +396,7 @@ MUTANTS = {
                 "    nn.init.xavier_normal_(module.weight)\n"
                 "    nn.init.zeros_(module.bias)\n"
             ),
-            "gain for 'relu' is sqrt(2)",
+            "zeroes half",
         ),
         "fan out": Wrong(
             _init(
@@ -402,7 +406,7 @@ MUTANTS = {
             ),
             "layer 0",
             "fan-out",
-            "mode='fan_in'",
+            "fan-out",
         ),
         "the uniform variant": Wrong(
             _init(
@@ -411,7 +415,7 @@ MUTANTS = {
                 "    nn.init.zeros_(module.bias)\n"
             ),
             "uniform distribution",
-            "kaiming_normal_",
+            "the normal one",
         ),
         "a bias left as it was": Wrong(
             _init(
@@ -429,7 +433,7 @@ MUTANTS = {
                 "        nn.init.zeros_(p)\n"
             ),
             "not a Linear",
-            "isinstance",
+            "not a Linear",
         ),
         "initialises vectors as weights": Wrong(
             _init(
@@ -459,4 +463,9 @@ test_the_solution_passes, test_a_wrong_answer_is_rejected, test_the_stub_raises 
     MUTANTS,
     stand_ins={check: "pass" for _, check in EXERCISES.values()},  # each check judged alone
     done=DONE,
+)
+
+
+test_forged_data_is_wrong = forged_data_test(
+    NB, EXERCISES, seeded=("register", "state dict", "linear")
 )

@@ -7,6 +7,7 @@ reject it and, where it can tell, name it.
 import functools
 from pathlib import Path
 
+from forged_data import forged_data_test
 from nbgrading import DELEGATING_ADAM  # the grading test's hand-in of the same mistake
 from nbharness import Wrong, mutation_tests, rejected, run_check, unanswered, with_answer
 
@@ -296,7 +297,7 @@ MUTANTS = {
         "rebinding the parameter": Wrong(
             _sgd(apply="p = p - lr * g"),
             "no parameter changed",
-            "p.data -=",
+            "rebinds",
         ),
         "a new data array": Wrong(
             _sgd(apply="p.data = p.data - lr * g"),
@@ -315,7 +316,7 @@ MUTANTS = {
                 )
             ),
             "two parameter groups",
-            "Read lr and momentum from each group",
+            "its own lr and momentum",
         ),
         "a buffer kept outside state": Wrong(
             _solved(EX1[1], _EX1_REJECTS_A_BUFFER_KEPT_OUTSIDE_STATE),
@@ -366,7 +367,7 @@ MUTANTS = {
         ),
         "dividing by v without the square root": Wrong(
             _adam(("np.sqrt(v_hat) + eps", "v_hat + eps")),
-            "square root of v_hat",
+            "not by its square root",
         ),
         "counting from zero": Wrong(
             _adam(
@@ -435,7 +436,7 @@ MUTANTS = {
         ),
         "returning nothing": Wrong(
             _solved(EX3[1], _EX3_REJECTS_RETURNING_NOTHING),
-            "returned NoneType",
+            "returned None",
         ),
         "not skipping missing gradients": Wrong(
             _solved(EX3[1], _EX3_REJECTS_NOT_SKIPPING_MISSING_GRADIENTS),
@@ -464,7 +465,7 @@ MUTANTS = {
         "climbing back up": Wrong(
             _warm(floor="False"),
             "at epoch 31",
-            "stay at eta_min",
+            "stays at eta_min",
         ),
         "compounding the current lr": Wrong(
             _warm(bases='[g["lr"] for g in self.optimizer.param_groups]'),
@@ -481,4 +482,9 @@ MUTANTS = {
 
 test_the_solution_passes, test_a_wrong_answer_is_rejected, test_the_stub_raises = mutation_tests(
     NB, EXERCISES, MUTANTS
+)
+
+
+test_forged_data_is_wrong = forged_data_test(
+    NB, EXERCISES, seeded=("sgd", "adam", "clip", "warmup")
 )

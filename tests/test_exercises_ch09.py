@@ -9,6 +9,7 @@ import functools
 from pathlib import Path
 
 import pytest
+from forged_data import forged_data_test
 from nbharness import Wrong, edited, mutation_tests, rejected, run_check, unanswered
 
 import minilucid as ml
@@ -282,7 +283,7 @@ MUTANTS = {
         "keeping the last weights": Wrong(
             _fit(("model.load_state_dict(best_state)", "pass")),
             "not the best one",
-            "load them back",
+            "not loaded back",
         ),
         "a best state dict that shares the arrays": Wrong(
             _fit((COPY, "best_state = model.state_dict()")),
@@ -325,7 +326,6 @@ MUTANTS = {
                 )
             ),
             "eval mode",
-            "model.train()",
         ),
         "an equal loss counts as an improvement": Wrong(
             _fit(("if val_loss < best:", "if val_loss <= best:")), "never changes", "strictly"
@@ -341,4 +341,9 @@ MUTANTS = {
 
 test_the_solution_passes, test_a_wrong_answer_is_rejected, test_the_stub_raises = mutation_tests(
     NB, EXERCISES, MUTANTS
+)
+
+
+test_forged_data_is_wrong = forged_data_test(
+    NB, EXERCISES, seeded=("data_loader", "evaluate", "early_stopping")
 )

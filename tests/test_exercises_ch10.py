@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from forged_data import forged_data_test
 from nbharness import Wrong, mutation_tests, with_answer
 
 NB = Path(__file__).resolve().parents[1] / "solutions" / "10_convolutions.ipynb"
@@ -69,7 +70,6 @@ MUTANTS = {
             _solved("return (size + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1"),
             "stride=2",
             "return an int",
-            "//",
         ),
     },
     "im2col": {
@@ -130,7 +130,7 @@ MUTANTS = {
             [("(g @ cols.transpose(0, 2, 1)).sum(axis=0)", "(g @ cols.transpose(0, 2, 1))[0]")],
             "a batch of 3",
             "grad_weight is wrong",
-            "summed over the batch",
+            "image of the batch",
         ),
         "weight gradient averaged over the batch": Wrong(
             [
@@ -170,9 +170,13 @@ MUTANTS = {
         ),
     },
     "conv_layer": {
+        "the package's Conv2d under another name": Wrong(
+            "from minilucid import nn\n\n\nclass MyConv2d(nn.Conv2d):\n    pass\n",
+            "minilucid's own Conv2d",
+        ),
         "weight reshaped the other way round": Wrong(
             [(WEIGHT, "filters = self.weight.reshape(-1, self.weight.shape[0]).T")],
-            "the product is not",
+            "the sum over each window is not",
         ),
         "kernel rows and columns swapped in the filters": Wrong(
             [
@@ -206,7 +210,7 @@ MUTANTS = {
             [(COLS, "cols = Tensor(my_im2col(x.data, (kh, kw), s, p))")], "x.grad is None"
         ),
         "col2im assigns instead of adding": Wrong(
-            [(ADD_BACK, ADD_BACK.replace("+=", "="))], "x.grad is wrong", "+="
+            [(ADD_BACK, ADD_BACK.replace("+=", "="))], "x.grad is wrong", "overlap"
         ),
         "col2im keeps the padding": [
             (
@@ -338,3 +342,8 @@ def test_an_answer_cell_cannot_empty_the_cases():
     for table in (ch10._HINTS, ch10._LAYER_HINTS, ch10._ROUTE_HINTS):
         with pytest.raises(TypeError):
             table["x.grad"] = ""
+
+
+test_forged_data_is_wrong = forged_data_test(
+    NB, EXERCISES, seeded=("output_size", "im2col", "backward", "conv_layer", "max_pool")
+)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from forged_data import forged_data_test
 from nbharness import Wrong, edited, mutation_tests, run_check
 
 NB = Path(__file__).resolve().parents[1] / "solutions" / "11_regularisation_and_normalisation.ipynb"
@@ -64,13 +65,24 @@ MUTANTS = {
         "drops in eval": Wrong(
             [("if not training or p == 0:", "if p == 0:")], "training=False", "evaluation"
         ),
+        "scales its input in place in eval": Wrong(
+            [
+                (
+                    "    if not training or p == 0:\n        return x\n",
+                    "    if not training:\n        x.data *= 1 - p\n        return x\n"
+                    "    if p == 0:\n        return x\n",
+                )
+            ],
+            "training=False",
+            "in place",
+        ),
         "divides by zero at p = 1": Wrong(
             [("    if p == 1:\n        return x * np.zeros(x.shape, dtype=x.dtype)\n", "")],
             "p=1.0",
             "zeros",
         ),
         "NumPy's global generator": Wrong(
-            [(KEEP, "keep = np.random.random(x.shape) >= p")], "ml.manual_seed", "ml.rand"
+            [(KEEP, "keep = np.random.random(x.shape) >= p")], "ml.manual_seed resets"
         ),
         "a fixed mask": Wrong(
             [(KEEP, "keep = np.random.default_rng(0).random(x.shape) >= p")], "same entries"
@@ -85,6 +97,10 @@ MUTANTS = {
         ),
     },
     "batch_norm": {
+        "the package's batch norm under another name": Wrong(
+            "from minilucid import nn\n\n\nclass MyBatchNorm1d(nn.BatchNorm1d):\n    pass\n",
+            "minilucid's own BatchNorm1d",
+        ),
         "biased running variance": Wrong(
             [("unbiased = var.data * n / (n - 1)", "unbiased = var.data")], "unbiased"
         ),
@@ -99,7 +115,7 @@ MUTANTS = {
                     "self.running_var.data = m * self.running_var.data + (1 - m) * unbiased",
                 ),
             ],
-            "momentum is the weight of the new batch",
+            "momentum weighs the old value",
         ),
         "momentum fixed at 0.1": Wrong(
             [("n, m = x.shape[0], self.momentum", "n, m = x.shape[0], 0.1")],
@@ -112,7 +128,7 @@ MUTANTS = {
         "eval uses the batch's statistics": Wrong(
             [(EVAL, "x_hat = (x - x.mean(dim=0)) / np.sqrt(x.data.var(axis=0) + self.eps)")],
             "eval mode",
-            "running statistics, not the batch's",
+            "batch's statistics, not the running ones",
         ),
         "eval trains: batch statistics and updates": Wrong(
             [("        if self.training:\n", "        if True:\n")],
@@ -141,7 +157,7 @@ MUTANTS = {
                 )
             ],
             "output differs",
-            "eps inside the square root",
+            "outside the square root",
         ),
         "unbiased variance to normalise": Wrong(
             [
@@ -151,6 +167,19 @@ MUTANTS = {
                 )
             ],
             "biased variance",
+        ),
+        "eval with eps outside the square root": Wrong(
+            [
+                (
+                    EVAL,
+                    EVAL.replace(
+                        "np.sqrt(self.running_var.data + self.eps)",
+                        "(np.sqrt(self.running_var.data) + self.eps)",
+                    ),
+                )
+            ],
+            "eval mode",
+            "eps is added outside the square root",
         ),
         "eval without eps": Wrong(
             [(EVAL, EVAL.replace(" + self.eps)", ")"))], "eval mode", "output differs"
@@ -223,7 +252,7 @@ MUTANTS = {
         "eps outside the root": Wrong(
             [("std = np.sqrt(x.var(axis=0) + eps)", "std = np.sqrt(x.var(axis=0)) + eps")],
             "dgamma",
-            "inside the square root",
+            "outside the square root",
         ),
         "dbeta a mean": Wrong(
             [("dbeta = dout.sum(axis=0)", "dbeta = dout.mean(axis=0)")], "dbeta", "sum"
@@ -231,7 +260,7 @@ MUTANTS = {
         "dgamma not summed": Wrong(
             [("dgamma = (dout * x_hat).sum(axis=0)", "dgamma = dout * x_hat")],
             "dgamma has shape",
-            "sum over the batch",
+            "for the whole batch",
         ),
         "dgamma without x_hat": Wrong(
             [("dgamma = (dout * x_hat).sum(axis=0)", "dgamma = dout.sum(axis=0)")], "dgamma"
@@ -242,9 +271,9 @@ MUTANTS = {
         "only dx": Wrong([("return dx, dgamma, dbeta", "return dx")], "returned ndarray", "tuple"),
     },
     "layer_norm": {
-        "over the batch": Wrong([(DIMS, "dims = (0,)")], "not over the batch"),
+        "over the batch": Wrong([(DIMS, "dims = (0,)")], "over the batch"),
         "last dimension only": Wrong(
-            [(DIMS, "dims = (x.ndim - 1,)")], "(3, 4)", "not only the last one"
+            [(DIMS, "dims = (x.ndim - 1,)")], "(3, 4)", "last dimension only"
         ),
         "unbiased variance": Wrong(
             [
@@ -257,7 +286,7 @@ MUTANTS = {
             "biased",
         ),
         "eps outside the root": Wrong(
-            [(OUT, "normalised = (x - mean) / (spread.sqrt() + eps)")], "inside the square root"
+            [(OUT, "normalised = (x - mean) / (spread.sqrt() + eps)")], "outside the square root"
         ),
         "bias subtracted": Wrong([("scaled + bias", "scaled - bias")], "weight and bias"),
         "off the graph": Wrong(
@@ -313,3 +342,8 @@ def test_an_answer_cell_cannot_empty_the_cases():
 
     assert isinstance(ch11._FORWARD_CASES, tuple) and ch11._FORWARD_CASES
     assert isinstance(ch11._RUNNING, tuple)
+
+
+test_forged_data_is_wrong = forged_data_test(
+    NB, EXERCISES, seeded=("dropout", "batch_norm", "batch_norm_backward", "layer_norm")
+)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nbharness import Wrong, mutation_tests, with_answer
+import pytest
+from forged_data import forged_data_test
+from nbharness import Wrong, answer_source, mutation_tests, with_answer
 
 NB = Path(__file__).resolve().parents[1] / "solutions" / "12_beyond.ipynb"
 
@@ -36,75 +38,71 @@ def _digits(body: str) -> str:
     return with_answer(NB, "ex12_5_model_answer", body)
 
 
-# A model that looks each test image up in the test split it loads itself.
-LOOKUP = """
-images, labels = ml.datasets.load_digits("test")
-rows = (images.reshape(-1, 64) / 16).astype(np.float32)
-table = {row.tobytes(): int(label) for row, label in zip(rows, labels)}
-
-
-class Lookup(nn.Module):
+# A module of its own: the check rebuilds only an nn.Sequential of the package's layers.
+OWN_CLASS = """
+class Digits(nn.Module):
     def __init__(self):
         super().__init__()
-        self.bias = nn.Parameter(np.zeros(10, dtype=np.float32))
+        self.head = nn.Linear(64, 10)
 
     def forward(self, x):
-        out = np.zeros((len(x.data), 10), dtype=np.float32)
-        for i, row in enumerate(x.data):
-            out[i, table.get(row.tobytes(), 0)] = 1
-        return ml.tensor(out) + self.bias
+        return self.head(x.reshape(len(x.data), 64))
 
 
-return Lookup()
+return Digits()
 """
 
-# The same, by the nearest test image: small changes of the pixels do not fool it.
-NEAREST = """
-images, labels = ml.datasets.load_digits("test")
-rows = (images.reshape(-1, 64) / 16).astype(np.float32)
-
-
-class Nearest(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.bias = nn.Parameter(np.zeros(10, dtype=np.float32))
-
-    def forward(self, x):
-        distances = ((x.data[:, None, :] - rows[None]) ** 2).sum(axis=2)
-        out = np.eye(10, dtype=np.float32)[labels[distances.argmin(axis=1)]]
-        return ml.tensor(out) + self.bias * 0
-
-
-return Nearest()
-"""
-
-# Answers in the order of the test split, whatever the images.
-IN_ORDER = """
-_, labels = ml.datasets.load_digits("test")
-
-
-class InOrder(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.bias = nn.Parameter(np.zeros(10, dtype=np.float32))
-        self.seen = 0
+# Labels replayed in the order the images come in, by a layer that counts its calls.
+REPLAY = """
+class Replay(nn.Linear):
+    seen = 0
 
     def forward(self, x):
         n = len(x.data)
-        picked = labels[np.arange(self.seen, self.seen + n) % len(labels)]
-        self.seen += n
-        return ml.tensor(np.eye(10, dtype=np.float32)[picked]) + self.bias
+        Replay.seen += n
+        return super().forward(x)
 
 
-return InOrder()
+return nn.Sequential(nn.Flatten(), Replay(64, 10))
+"""
+
+# The nearest test image, held in the parameters: each row of the first Linear is one test
+# image (normalised), and only an image that matches one well gets past the ReLU.
+NEAREST = """
+images, labels = ml.datasets.load_digits("test")
+rows = images.reshape(-1, 64).astype(np.float64)
+rows = rows - rows.mean(axis=1, keepdims=True)
+rows = rows / np.sqrt((rows**2).mean(axis=1, keepdims=True) + 1e-5)
+model = nn.Sequential(
+    nn.Flatten(), nn.LayerNorm(64, elementwise_affine=False), nn.Linear(64, len(rows)),
+    nn.ReLU(), nn.Linear(len(rows), 10, bias=False),
+)
+model[2].weight.data[...] = rows / 64
+model[2].bias.data[...] = -0.97
+model[4].weight.data[...] = np.eye(10)[labels].T * 100
+return model
+"""
+
+# The test split, trained on: only grading's policy can see this (the judge gets a model).
+ON_TEST = """
+ml.manual_seed(0)
+model = nn.Sequential(nn.Flatten(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+opt = optim.Adam(model.parameters(), lr=3e-3)
+x, y = ml.datasets.digits("test").tensors
+for step in range(300):
+    loss = nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+return model
 """
 
 # A plain MLP, briefly trained: a real model, weaker than the bars above it.
 MLP = """
 ml.manual_seed(0)
-model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+model = nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
 opt = optim.Adam(model.parameters(), lr=3e-3)
-x, y = ml.datasets.digits("train").tensors
+x, y = train.tensors
 for step in range({steps}):
     batch = np.random.default_rng(step).integers(0, len(y), 32)
     loss = nn.functional.cross_entropy(model(x[batch]), y[batch])
@@ -116,7 +114,8 @@ return model
 
 CHEATS = {
     "untrained": Wrong(
-        _digits("ml.manual_seed(0)\nreturn nn.Sequential(nn.Linear(64, 10))"), "needs at least 90%"
+        _digits("ml.manual_seed(0)\nreturn nn.Sequential(nn.Flatten(), nn.Linear(64, 10))"),
+        "needs at least 90%",
     ),
     "forgets to return the model": Wrong(_digits("ml.manual_seed(0)\nmodel = None"), "None"),
     "returns its optimiser": Wrong(
@@ -124,19 +123,13 @@ CHEATS = {
         "returned Adam",
         "nn.Module",
     ),
-    "reads the test labels by image": Wrong(_digits(LOOKUP), "0.0001"),
-    "looks up the nearest test image": Wrong(_digits(NEAREST), "set to zero"),
-    "answers in the order of the test split": Wrong(_digits(IN_ORDER), "needs at least"),
-    "noisy in eval mode": Wrong(
-        [
-            (
-                "return self.head(self.features(images).flatten(1))",
-                "return self.head(self.features(images).flatten(1)) + ml.randn(len(x), 10) * 3",
-            )
-        ],
-        "in eval mode",
+    "a module of its own class": Wrong(_digits(OWN_CLASS), "is a Digits", "nn.Sequential"),
+    "replays labels by counting its calls": Wrong(
+        _digits(REPLAY), "layer 1", "Replay", "package's own layers"
     ),
+    "holds the test images in its parameters": Wrong(_digits(NEAREST), "near-copies of"),
 }
+
 
 MUTANTS = {
     "newton": {
@@ -157,7 +150,7 @@ MUTANTS = {
             [(STEP, "xs.append(xs[-1] - d1.item() / 2.0)")], "iterate 1 is not the Newton step"
         ),
         "a first gradient without a graph": Wrong(
-            [("create_graph=True", "create_graph=False")], "create_graph=True"
+            [("create_graph=True", "create_graph=False")], "differentiated again"
         ),
         "a list without the start": Wrong(
             [("    return xs", "    return xs[1:]")], "x0 and then one iterate per step"
@@ -167,7 +160,7 @@ MUTANTS = {
         "the gradient": Wrong([("return hv", "return g")], "the gradient itself"),
         "g times v": Wrong([("return hv", "return g * v")], "entry by entry"),
         "v left out": Wrong([(SECOND, "(hv,) = ml.grad(g.sum(), x)")], "vector of ones"),
-        "no graph": Wrong([("create_graph=True", "create_graph=False")], "create_graph=True"),
+        "no graph": Wrong([("create_graph=True", "create_graph=False")], "differentiated again"),
         "times v again": Wrong(
             [(SECOND, "(hv,) = ml.grad((g * v).sum(), x)\n    hv = hv * v")], "not H v"
         ),
@@ -196,7 +189,7 @@ MUTANTS = {
             "a constant",
         ),
         "np.exp on a tensor": Wrong(
-            [(SIGMOID, "s = 1 / (1 + np.exp(-x))")], "raised TypeError", "alike"
+            [(SIGMOID, "s = 1 / (1 + np.exp(-x))")], "raised TypeError", "constants"
         ),
         "sigmoid saved in forward": Wrong(
             [
@@ -207,7 +200,7 @@ MUTANTS = {
         ),
         "half the product rule": Wrong([(DERIVATIVE, "return grad * s")], "product rule"),
         "a sign slip in the derivative": Wrong(
-            [(DERIVATIVE, "return grad * s * (1 - x * (1 - s))")], "central differences"
+            [(DERIVATIVE, "return grad * s * (1 - x * (1 - s))")], "not that of x * sigmoid(x)"
         ),
         "the tensor path's sigmoid of -x (second derivative of the wrong sign)": Wrong(
             [
@@ -231,22 +224,21 @@ MUTANTS = {
         "untrained": CHEATS["untrained"],
         "forgets to return the model": CHEATS["forgets to return the model"],
         "returns its optimiser": CHEATS["returns its optimiser"],
-        "reads the test labels by image": CHEATS["reads the test labels by image"],
-        "looks up the nearest test image": CHEATS["looks up the nearest test image"],
-        "answers in the order of the test split": CHEATS["answers in the order of the test split"],
-        "noisy in eval mode": CHEATS["noisy in eval mode"],
+        "a module of its own class": CHEATS["a module of its own class"],
+        "replays labels by counting its calls": CHEATS["replays labels by counting its calls"],
+        "holds the test images in its parameters": CHEATS[
+            "holds the test images in its parameters"
+        ],
     },
     "digits 95%": {
         "a small MLP, 60 steps": Wrong(_digits(MLP.format(steps=60)), "needs at least 95%"),
-        "reads the test labels by image": CHEATS["reads the test labels by image"],
-        "looks up the nearest test image": CHEATS["looks up the nearest test image"],
-        "answers in the order of the test split": CHEATS["answers in the order of the test split"],
+        "holds the test images in its parameters": CHEATS[
+            "holds the test images in its parameters"
+        ],
     },
     "digits 98%": {
         "a small MLP, 400 steps": Wrong(_digits(MLP.format(steps=400)), "needs at least 98%"),
-        "reads the test labels by image": CHEATS["reads the test labels by image"],
-        "looks up the nearest test image": CHEATS["looks up the nearest test image"],
-        "answers in the order of the test split": CHEATS["answers in the order of the test split"],
+        "replays labels by counting its calls": CHEATS["replays labels by counting its calls"],
     },
 }
 
@@ -269,3 +261,21 @@ test_the_solution_passes, test_a_wrong_answer_is_rejected, test_the_stub_raises 
     stand_ins={check: "pass" for _, check in EXERCISES.values()},  # each check judged alone
     done=DONE,
 )
+
+
+test_forged_data_is_wrong = forged_data_test(NB, EXERCISES, seeded=("newton", "hvp", "ste", "silu"))
+
+
+def test_the_test_split_is_out_of_reach():
+    """The model's training function gets the training and validation splits only; an answer
+    that loads a split itself (the test split, to train on it or to copy it into parameters)
+    names the dataset module, which grading's policy refuses before anything runs."""
+    policy = pytest.importorskip("minilucid_course.policy")
+    from minilucid_course.checks.ch12 import EXERCISE_DIGITS
+
+    for at_least, exercise in EXERCISE_DIGITS.items():
+        honest = answer_source(NB, "ex12_5_model_answer")
+        assert not policy.violations(honest, exercise.forbidden, exercise.imports), at_least
+        for cheat in (ON_TEST, NEAREST):
+            source = _digits(cheat)
+            assert policy.violations(source, exercise.forbidden, exercise.imports), at_least

@@ -156,10 +156,22 @@ def test_zero_fill_copy_on_a_non_leaf_cut_the_gradient_to_the_old_value():
     np.testing.assert_allclose(x.grad, [0.0, 0.0])
 
 
-def test_in_place_on_a_view_of_an_input_is_refused_while_recording():
+def test_in_place_on_a_view_changes_its_base_and_the_base_s_graph():
     x = leaf([[1.0, 2.0], [3.0, 4.0]])
     h = x * 1.0
-    v = h.reshape(4)  # shares h's array
+    v = h.reshape(4)  # a view of h: its change is recorded on h, as in PyTorch
+    v *= 3
+    np.testing.assert_allclose(h.data, [[3.0, 6.0], [9.0, 12.0]])
+    (h * h).sum().backward()  # h = 3x: d/dx sum(9 x^2) = 18 x
+    np.testing.assert_allclose(x.grad, 18 * x.data)
+
+
+def test_in_place_on_an_untracked_view_of_an_input_is_refused_while_recording():
+    from minilucid.ops.shape import Reshape
+
+    x = leaf([[1.0, 2.0], [3.0, 4.0]])
+    h = x * 1.0
+    v = Reshape.apply(h, shape=(4,))  # the op alone, not the method: shares h's array unnoted
     with pytest.raises(RuntimeError, match=r"^add_: .*Reshape.*shares"):
         v += 1
     np.testing.assert_allclose(h.data, [[1.0, 2.0], [3.0, 4.0]])
@@ -307,11 +319,20 @@ def test_a_detached_copy_of_itself_is_the_old_value_as_a_constant():
     np.testing.assert_allclose(x.grad, 2 * (2 * x.data))  # d(2x * c)/dx with c = 2x held fixed
 
 
-def test_a_view_of_itself_that_requires_grad_is_refused():
+def test_a_view_on_the_same_numbers_stands_for_the_old_value_as_in_pytorch():
     x = leaf([1.0, 2.0, 3.0])
     h = x * 2
-    with pytest.raises(RuntimeError, match=r"^add_: the other operand shares its memory"):
-        h += h.reshape(3)
+    h += h.reshape(3)  # every number read before it is written: h doubles
+    h.sum().backward()
+    np.testing.assert_allclose(h.data, 4 * x.data)
+    np.testing.assert_allclose(x.grad, [4.0, 4.0, 4.0])
+
+
+def test_an_operand_on_part_of_the_numbers_written_is_refused():
+    x = leaf([1.0, 2.0, 3.0])
+    h = x * 2
+    with pytest.raises(RuntimeError, match=r"^add_: the other operand shares part of its memory"):
+        h[1:].add_(h[:2])
     h.sum().backward()  # the refused change left h as it was
     np.testing.assert_allclose(x.grad, [2.0, 2.0, 2.0])
 
@@ -361,3 +382,181 @@ def test_in_place_op_costs_the_same_with_many_stamped_arrays_alive():
     few, many = cost(200), cost(8000)
     # a sweep of the whole table on every change made this about 80 times slower
     assert many < 10 * few, f"{many / few:.0f} times slower with 8000 stamped arrays alive"
+
+
+# --------------------------------------------------------------------------------------------
+# Views and their base share one graph, as in PyTorch (the values are PyTorch 2.13's)
+
+
+def test_a_view_of_a_constant_joins_the_graph_when_changed_with_a_gradient():
+    x = leaf([1.0, 2.0])
+    buf = ml.zeros(3)
+    buf[1:].add_(x)  # a preallocated buffer filled slice by slice
+    ((buf * buf).sum() + x.sum()).backward()
+    np.testing.assert_allclose(buf.data, [0.0, 1.0, 2.0])
+    np.testing.assert_allclose(x.grad, [3.0, 5.0])
+
+
+def test_a_view_taken_before_its_base_joins_the_graph_follows_it():
+    x = leaf([1.0, 2.0, 3.0])
+    c = ml.zeros(3)
+    v = c[1:]
+    c += x
+    assert v.requires_grad
+    ((v * v).sum() + x.sum()).backward()
+    np.testing.assert_allclose(x.grad, [1.0, 5.0, 7.0])
+
+
+def test_a_view_of_a_view_changed_in_place_reaches_the_root_base():
+    x = leaf([1.0, 2.0])
+    buf = ml.zeros(2, 3)
+    row = buf[1]
+    row[1:].mul_(0).add_(x * 3)
+    buf.sum().backward()
+    np.testing.assert_allclose(buf.data, [[0, 0, 0], [0, 3, 6]])
+    np.testing.assert_allclose(x.grad, [3.0, 3.0])
+
+
+def test_an_element_read_with_integer_indices_is_a_view():
+    x = ml.tensor([[1.0, 2.0], [3.0, 4.0]])
+    e = x[0, 1]
+    e += 10
+    np.testing.assert_allclose(x.data, [[1.0, 12.0], [3.0, 4.0]])
+    x *= 2
+    assert e.item() == 24.0 and e.shape == ()
+
+
+def test_contiguous_copies_a_non_contiguous_tensor():
+    x = ml.ones(2, 3)
+    c = x.transpose(0, 1).contiguous()
+    c += 10
+    np.testing.assert_allclose(x.data, np.ones((2, 3)))
+    y = ml.ones(2, 3)
+    assert y.contiguous() is y  # already contiguous: the tensor itself, as in PyTorch
+
+
+def test_view_refuses_a_layout_it_would_have_to_copy():
+    x = ml.randn(2, 3)
+    with pytest.raises(RuntimeError, match=r"^view: .*\(3, 2\).*reshape"):
+        x.transpose(0, 1).view(6)
+    assert x.transpose(0, 1).reshape(6).shape == (6,)
+
+
+def test_a_view_made_under_no_grad_changed_with_grad_on_is_refused():
+    x = leaf([1.0, 2.0, 3.0])
+    with ml.no_grad():
+        v = x[1:]
+    with pytest.raises(RuntimeError, match=r"^add_: a view was created in no_grad mode"):
+        v.add_(1.0)
+    buf = ml.zeros(3)
+    with ml.no_grad():
+        w = buf[1:]
+    with pytest.raises(RuntimeError, match=r"no_grad mode"):
+        w.add_(leaf([1.0, 2.0]))
+    w.add_(1.0)  # nothing requires grad: allowed, as in PyTorch
+    np.testing.assert_allclose(buf.data, [0.0, 1.0, 1.0])
+
+
+def test_a_no_grad_view_whose_base_then_changes_with_grad_is_refused_at_backward():
+    buf = ml.zeros(3)
+    with ml.no_grad():
+        v = buf[1:]
+    x = leaf([1.0, 2.0, 3.0])
+    buf.add_(x)
+    with pytest.raises(RuntimeError, match=r"view was created in no_grad mode"):
+        (v * v).sum().backward()
+
+
+def test_a_view_of_a_leaf_that_requires_grad_cannot_change_in_place():
+    x = leaf([1.0, 2.0, 3.0])
+    with pytest.raises(RuntimeError, match=r"^mul_: this tensor is a view of a leaf"):
+        x[1:].mul_(2)
+
+
+def test_setitem_writes_in_place_and_the_gradient_reaches_the_value():
+    x = ml.tensor([[1.0, 2.0], [3.0, 4.0]])
+    before = x.data
+    w = leaf([5.0, 6.0])
+    x[0] = w
+    assert x.data is before and x.grad_fn is not None
+    (x * x).sum().backward()
+    np.testing.assert_allclose(w.grad, [10.0, 12.0])
+    m = ml.tensor([1.0, -2.0, 3.0])
+    m[m < 0] = 0.0  # a mask, no gradient anywhere: plain NumPy assignment
+    np.testing.assert_allclose(m.data, [1.0, 0.0, 3.0])
+    h = leaf([1.0, 2.0, 3.0]) * 1
+    s = leaf(4.0)
+    h[ml.tensor([0, 2])] = s  # an index tensor: one value broadcast to two places
+    h.sum().backward()
+    np.testing.assert_allclose(s.grad, 2.0)
+
+
+def test_setitem_is_seen_by_the_version_check():
+    x = leaf([1.0, 2.0])
+    h = x.exp()  # Exp saves its output
+    with ml.no_grad():
+        h[0] = 5.0
+    with pytest.raises(RuntimeError, match=r"Exp.*changed in place by setitem"):
+        h.sum().backward()
+
+
+# --------------------------------------------------------------------------------------------
+# Indices kept on ctx are version-checked, as PyTorch checks them
+
+
+def test_indices_changed_in_place_after_use_are_refused_at_backward():
+    import minilucid.nn.functional as F
+
+    emb = ml.nn.Embedding(3, 2)
+    idx = ml.tensor([0, 1])
+    out = emb(idx)
+    idx += 1
+    with pytest.raises(RuntimeError, match=r"Embedding kept .*ctx\.indices.*changed in place"):
+        out.sum().backward()
+    x = leaf([1.0, 2.0, 3.0])
+    idx = ml.tensor([0, 1])
+    out = x[idx]
+    idx += 1
+    with pytest.raises(RuntimeError, match=r"GetItem kept .*changed in place by add_"):
+        out.sum().backward()
+    logits = ml.randn(2, 3, requires_grad=True)
+    targets = ml.tensor([0, 1])
+    loss = F.cross_entropy(logits, targets)
+    targets += 1
+    with pytest.raises(RuntimeError, match=r"CrossEntropy kept .*ctx\.targets"):
+        loss.backward()
+
+
+# --------------------------------------------------------------------------------------------
+# masked_fill with a value that requires grad
+
+
+def test_masked_fill_sends_a_gradient_to_a_tensor_value():
+    x = leaf([1.0, 2.0, 3.0])
+    v = ml.tensor(0.5, requires_grad=True)
+    mask = ml.tensor([True, False, True])
+    y = x.masked_fill(mask, v)
+    assert y.dtype == x.dtype
+    (y * ml.tensor([1.0, 10.0, 100.0])).sum().backward()
+    np.testing.assert_allclose(v.grad, 101.0)
+    np.testing.assert_allclose(x.grad, [0.0, 10.0, 0.0])
+    v64 = ml.tensor(0.5, requires_grad=True, dtype=ml.float64)  # another dtype: y keeps x's
+    y = x.masked_fill(mask, v64)
+    assert y.dtype == x.dtype
+    y.sum().backward()
+    assert v64.grad.dtype == np.float64 and v64.grad == 2.0
+
+
+def test_a_0d_gradient_accumulated_twice_stays_an_array_that_zeroes_in_place():
+    # two 0-d arrays add up to a NumPy scalar; .grad must stay an ndarray (issue: a valid
+    # in-place zeroing `w.grad[...] = 0` or `w.grad.fill(0)` failed on the second backward)
+    w = ml.tensor(1.5, requires_grad=True)
+    (w * 3.0).backward()
+    (w * w).backward()
+    assert type(w.grad) is np.ndarray and w.grad.shape == () and w.grad.dtype == w.dtype
+    assert w.grad == 3.0 + 3.0
+    w.grad[...] = 0
+    assert w.grad == 0.0
+    w.grad.fill(2.0)
+    (w * 1.0).backward()
+    assert type(w.grad) is np.ndarray and w.grad == 3.0

@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from servers import free_port, stop_group
+from servers import NO_PORT_RETRIES, free_port, stop_group
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,7 +24,7 @@ def _serve(*make_args: str):
     if not (ROOT / ".venv" / "bin" / "jupyter").exists():
         pytest.skip("no .venv (make setup)")
     port = free_port()
-    args = f"--no-browser --port={port} --ip=127.0.0.1"
+    args = f"--no-browser --port={port} {NO_PORT_RETRIES} --ip=127.0.0.1"
     process = subprocess.Popen(
         ["make", "-s", *make_args, f"LAB_ARGS={args}"],
         cwd=ROOT,
@@ -180,6 +180,7 @@ def test_learners_get_what_learning_needs_and_the_tests_bring_their_tools():
     assert extras_of("progress") == "course"
     assert extras_of("test") == "course,test"
     assert extras_of("teacher") == "course,teacher"
+    assert "test" in extras_of("hub-test").split(",")  # it runs pytest, after `make lab` too
 
 
 def test_setup_installs_nothing_when_the_extras_asked_for_are_in():

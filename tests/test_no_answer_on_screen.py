@@ -18,7 +18,10 @@ by hand. Everything else counts, so a hint that grows into code fails here.
 
 from __future__ import annotations
 
+import io
 import re
+import textwrap
+import tokenize
 from pathlib import Path
 
 import nbformat
@@ -54,6 +57,9 @@ IDIOMS = frozenset(
         "o, _, kh, kw = weight.shape",
         "for i in range(kh):",
         "for j in range(kw):",
+        # a seed before building a model, and the container a model is built in
+        "ml.manual_seed(0)",
+        "model = nn.Sequential(",
     }
 )
 
@@ -214,3 +220,138 @@ def test_an_exercise_no_break_names_may_not_be_shown_anywhere(tmp_path, monkeypa
     solutions = _course(tmp_path, "Hint.", ["z = 1", "twice = np.multiply(x, 2)"], break_at=None)
     (found,) = _leaks(monkeypatch, solutions)
     assert "no break names it" in found
+
+
+# --- no run of answer tokens anywhere on an exercise notebook's screen ------------------------
+#
+# An answer line can be reworded a little and still be the answer. So, second rule: the tokens
+# of each solution region (Python's tokenize, comments dropped, each token split as prose is)
+# must not stand RUN_LENGTH or more in a row, in the same order, in any statement, hint,
+# docstring, comment, string or output of the exercise notebook. Code outside those (the stub's
+# signature, a helper the exercise gives) is not read: it is the exercise, not an answer.
+
+RUN_LENGTH = 10
+_PROSE_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+# exercise notebooks another change is rewriting under this rule (their hints and statements);
+# empty this set once they pass. Not strict: each one passes as soon as its rewrite lands.
+RUNS_EXPECTED_TO_FAIL: set[str] = set()
+
+
+def prose_tokens(text: str) -> list[str]:
+    return _PROSE_TOKEN.findall(text)
+
+
+def answer_tokens(region: str) -> list[str]:
+    """The tokens of one solution region's code, comments dropped, split as prose is."""
+    kept = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(textwrap.dedent(region)).readline):
+            if token.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE):
+                continue
+            kept.append(token.string)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return prose_tokens(re.sub(r"#[^\n]*", "", region))
+    return prose_tokens(" ".join(kept))
+
+
+_REGION = re.compile(r"^[ \t]*### BEGIN SOLUTION[^\n]*\n(.*?)^[ \t]*### END SOLUTION", re.M | re.S)
+
+
+def solution_regions(path: Path) -> list[tuple[str, str]]:
+    """(grade_id, region source) for every solution region of a solutions notebook."""
+    out = []
+    for cell in nbformat.read(str(path), as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        grade_id = (cell.get("metadata", {}).get("nbgrader", {}) or {}).get("grade_id", "?")
+        out.extend((grade_id, region) for region in _REGION.findall(cell.source))
+    return out
+
+
+def screen_texts(path: Path) -> list[tuple[str, str]]:
+    """(where, text) for every piece of an exercise notebook a learner reads as prose."""
+    texts = []
+    for i, cell in enumerate(nbformat.read(str(path), as_version=4).cells):
+        where = f"cell {i} ({_label(cell)})"
+        if cell.cell_type != "code":
+            texts.append((where, cell.source))
+            continue
+        try:
+            for token in tokenize.generate_tokens(io.StringIO(cell.source).readline):
+                if token.type in (tokenize.COMMENT, tokenize.STRING):
+                    texts.append((f"{where}, a comment or string", token.string))
+        except (tokenize.TokenError, IndentationError, SyntaxError):
+            texts.append((where, cell.source))
+        for output in cell.get("outputs", []):
+            text = output.get("text") or (output.get("data") or {}).get("text/plain", "")
+            text = "".join(text) if isinstance(text, list) else text
+            text += "\n".join(output.get("traceback", []))
+            texts.append((f"{where}, output", text))
+    return texts
+
+
+def longest_runs(answer: list[str], text: list[str], length: int = RUN_LENGTH) -> list[str]:
+    """Every maximal run of >= length answer tokens that stands, in order, in text."""
+    grams = {tuple(answer[i : i + length]) for i in range(len(answer) - length + 1)}
+    runs, i = [], 0
+    while i <= len(text) - length:
+        if tuple(text[i : i + length]) not in grams:
+            i += 1
+            continue
+        j = i + length  # extend while the longer run is still in the answer
+        while j < len(text) and _in_order(answer, text[i : j + 1]):
+            j += 1
+        runs.append(" ".join(text[i:j]))
+        i = j
+    return runs
+
+
+def _in_order(answer: list[str], run: list[str]) -> bool:
+    n = len(run)
+    return any(answer[k : k + n] == run for k in range(len(answer) - n + 1))
+
+
+def answer_runs(name: str) -> list[str]:
+    """Each answer-token run on the screen of exercises/<name>, as 'region: run, where'."""
+    regions = solution_regions(ROOT / "solutions" / name)
+    texts = [(where, prose_tokens(text)) for where, text in screen_texts(ROOT / "exercises" / name)]
+    found = []
+    for grade_id, region in regions:
+        tokens = answer_tokens(region)
+        for where, text in texts:
+            for run in longest_runs(tokens, text):
+                found.append(f"{grade_id}: {run!r} in exercises/{name} {where}")
+    return found
+
+
+EXERCISE_NOTEBOOKS = sorted((ROOT / "exercises").glob("[0-9][0-9]*_*.ipynb"))
+
+
+def _marked_runs(path: Path):
+    if path.stem in RUNS_EXPECTED_TO_FAIL:
+        reason = f"{path.stem} is being rewritten under this rule"
+        return pytest.param(path, marks=pytest.mark.xfail(reason=reason, strict=True))
+    return path
+
+
+@pytest.mark.parametrize(
+    "exercises", [_marked_runs(p) for p in EXERCISE_NOTEBOOKS], ids=lambda p: p.stem
+)
+def test_no_run_of_answer_tokens_is_on_screen(exercises):
+    assert (ROOT / "solutions" / exercises.name).exists(), exercises.name
+    found = answer_runs(exercises.name)
+    assert not found, f"{len(found)} run(s) of answer tokens on screen:\n" + "\n".join(found)
+
+
+def test_answer_tokens_drop_comments_and_split_as_prose_does():
+    region = "    grads[parent] += g  # accumulate\n    return {'a': 1e-9}\n"
+    assert answer_tokens(region) == prose_tokens("grads[parent] += g\nreturn {'a': 1e-9}")
+    assert "accumulate" not in answer_tokens(region)
+
+
+def test_a_reworded_hint_that_keeps_the_tokens_is_a_run():
+    answer = answer_tokens("value = (3 * x + 2) * x + 1\n")
+    hint = prose_tokens("Horner's rule: write it as (3 * x + 2) * x + 1, one product at a time.")
+    assert longest_runs(answer, hint) == ["( 3 * x + 2 ) * x + 1"]
+    assert longest_runs(answer, prose_tokens("a product of (3x + 2) and x, plus one")) == []

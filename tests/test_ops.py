@@ -60,7 +60,21 @@ def cross_entropy_ref(logits, targets):
     return -log_softmax_ref(logits, 1)[np.arange(len(targets)), targets].mean()
 
 
+def sigmoid_ref(x):
+    """1 / (1 + exp(-x)) without overflow: exp of a number <= 0 only."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1, e) / (1 + e)
+
+
 S, S3 = (2, 3), (2, 3, 4)
+TAIL = np.array([[1000.0, -1000.0, 0.0], [-1000.0, 0.0, 1000.0]])  # a shift into the far tails
+
+
+def tail(m, x):
+    """TAIL as a tensor of x's dtype, in minilucid or torch (`m`)."""
+    return m.tensor(TAIL, dtype=x.dtype)
+
+
 C = np.random.default_rng(7).standard_normal(S)  # NumPy operands
 CLAMP_LOW, CLAMP_HIGH = np.array([-0.5, -0.5, 0.0, -0.5]), np.array([0.5, 0.5, 0.5, 0.0])
 C_POS = np.random.default_rng(8).uniform(0.5, 2.0, S)
@@ -481,6 +495,33 @@ CASES = [
         lambda x: ((x - MSE_TARGET) ** 2).mean(),
         (S,),
     ),
+    # --- far tails: inputs near +-1000, where a naive exp overflows ---------------------------
+    *[
+        Case(f"{name} far tail", fn, ref, (S,))
+        for name, fn, ref in [
+            (
+                "sigmoid",
+                lambda m, F, x: (x + tail(m, x)).sigmoid(),
+                lambda x: sigmoid_ref(x + TAIL),
+            ),
+            ("tanh", lambda m, F, x: (x + tail(m, x)).tanh(), lambda x: np.tanh(x + TAIL)),
+            (
+                "softmax",
+                lambda m, F, x: (x + tail(m, x)).softmax(-1),
+                lambda x: softmax_ref(x + TAIL - (x + TAIL).max(-1, keepdims=True), -1),
+            ),
+            (
+                "log_softmax",
+                lambda m, F, x: (x + tail(m, x)).log_softmax(0),
+                lambda x: log_softmax_ref(x + TAIL, 0),
+            ),
+            (
+                "cross_entropy",
+                lambda m, F, x: F.cross_entropy(x + tail(m, x), m.tensor([2, 0])),
+                lambda x: cross_entropy_ref(x + TAIL, [2, 0]),
+            ),
+        ]
+    ],
     # --- a small composite: the ops together --------------------------------------------------
     Case(
         "mlp layer",

@@ -36,7 +36,7 @@ def test_the_engine_never_imports_the_course():
     "folder, present, absent",
     [
         (".", "minilucid/tensor.py", "minilucid_course/"),
-        ("minilucid_course", "minilucid_course/checks/guard.py", "minilucid/tensor.py"),
+        ("minilucid_course", "minilucid_course/checks/lab.py", "minilucid/tensor.py"),
     ],
     ids=["engine", "course"],
 )

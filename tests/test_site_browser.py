@@ -179,3 +179,96 @@ def test_the_step_through_plays_in_one_layout_on_the_site(browser, site):
         assert move <= 1.0 and canvases == 1, (move, canvases)
     page.close()
     assert not failed, failed
+
+
+# --------------------------------------------------------------------------------------------
+# The whole site: every local link resolves, and no page asks for anything but its own files
+
+
+@pytest.fixture(scope="module")
+def whole_site(tmp_path_factory):
+    """The site of every chapter and exercise notebook, as `make html` builds it."""
+    out = tmp_path_factory.mktemp("whole") / "site"
+    build_site.build(ROOT / "notebooks", out, ROOT / "exercises")
+    return out
+
+
+def _pages(out: Path) -> list:
+    return sorted(out.glob("*.html")) + sorted((out / "exercises").glob("*.html"))
+
+
+def _broken_links(out: Path) -> list:
+    """(page, link) for every href or src of every page that names a missing local file, or an
+    anchor that the page it points into does not have."""
+    import html
+    import re
+    from urllib.parse import unquote
+
+    anchors = {}
+
+    def ids(page: Path) -> set:
+        if page not in anchors:
+            text = page.read_text(encoding="utf-8")
+            found = re.findall(r'\b(?:id|name)="([^"]+)"', text)
+            anchors[page] = {html.unescape(i) for i in found}
+        return anchors[page]
+
+    broken = []
+    for page in _pages(out):
+        for link in re.findall(r'\b(?:href|src)="([^"]*)"', page.read_text(encoding="utf-8")):
+            link = html.unescape(link)
+            if re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:|//", link):
+                continue  # another scheme: data:, https: (a link, not a request), mailto:
+            path, _, anchor = link.partition("#")
+            target = (page.parent / unquote(path.split("?")[0])).resolve() if path else page
+            if not target.is_file():
+                broken.append((page.relative_to(out).as_posix(), link))
+            elif (
+                anchor and target.suffix == ".html" and not {anchor, unquote(anchor)} & ids(target)
+            ):
+                broken.append((page.relative_to(out).as_posix(), link))
+    return broken
+
+
+def test_a_missing_file_or_anchor_is_a_broken_link(tmp_path):
+    (tmp_path / "a.html").write_text(
+        '<a href="b.html#there">b</a> <a href="gone.py">x</a> <a id="here" href="#here">h</a>'
+        ' <a href="b.html#nowhere">n</a> <img src="data:image/png;base64,AA"> '
+        '<a href="https://example.org/">away</a>'
+    )
+    (tmp_path / "b.html").write_text('<h1 id="there">b</h1>')
+    assert _broken_links(tmp_path) == [("a.html", "gone.py"), ("a.html", "b.html#nowhere")]
+
+
+def test_every_local_link_of_every_page_resolves(whole_site):
+    pages = _pages(whole_site)
+    assert len(pages) >= 28  # every chapter, appendix and exercise notebook, and the index
+    assert (whole_site / "capstone" / "tiny_gpt.py").is_file()  # chapter 13 links the program
+    assert _broken_links(whole_site) == []
+
+
+def test_no_page_requests_anything_but_its_own_files(browser, whole_site):
+    """Opened from disk with every other request refused: nothing is refused, the progress bar
+    of chapter 09 is drawn from its stored state, and the math is typeset."""
+    asked = []
+
+    def route(r):
+        url = r.request.url
+        if url.startswith(("file:", "data:", "about:")):
+            r.continue_()
+        else:
+            asked.append(url)
+            r.abort()
+
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    page.route("**/*", route)
+    for path in _pages(whole_site):
+        page.goto(path.as_uri(), wait_until="load")
+        if page.evaluate("() => !!window.MathJax"):
+            page.wait_for_function(TYPESET.replace(" > 0", " >= 0"), timeout=30_000)
+        if path.name == "09_data_and_training.html" and path.parent == whole_site:
+            bar = page.locator(".ml-widget progress").first
+            assert bar.get_attribute("value") == bar.get_attribute("max") == "30.0"
+            assert "training:\u2007100%" in page.locator(".ml-widget").first.inner_text()
+    page.close()
+    assert asked == [], asked

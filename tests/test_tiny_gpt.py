@@ -1,9 +1,15 @@
 """The tiny GPT program (notebooks/capstone/tiny_gpt.py, chapter 13) sorts digits, with minilucid
 and, with its import line changed and nothing else, with PyTorch.
 
-The full minilucid training is `make tiny-gpt` (a few minutes); it writes the checkpoint that
-ships beside the program. Here minilucid scores that checkpoint on the held-out sequences and
-trains a short budget to show the loop learns; PyTorch, where installed, trains in full.
+The full minilucid training is `make tiny-gpt` (a few minutes); it writes the checkpoints that
+ship beside the programs and that chapter 13 shows. Here minilucid scores the sorting checkpoint
+on the held-out sequences, and retrains each program from its seed on a fifth of its budget:
+the first loss is the stored curve's first point (one forward pass, before any update), and the
+model then does what the chapter claims of the full budget (the sorting one sorts 99% of the
+held-out sequences; the character one brings its held-out loss below 0.6 of its start).
+Nothing else is compared with the stored weights or curves: a training run rounds differently
+on another CPU or BLAS library, and over hundreds of steps those differences grow into another,
+equally good, run. PyTorch, where installed, trains in full.
 """
 
 from __future__ import annotations
@@ -81,36 +87,34 @@ def test_the_shipped_checkpoint_sorts_99_percent_of_held_out_sequences(tmp_path)
     assert ours["right"] >= 990, f"{ours['right']}/1000 sorted"
 
 
-def test_retraining_reproduces_the_checkpoint_and_so_the_chapters_figures(tmp_path):
-    """`make tiny-gpt` again: the same losses (chapter 13's curve), samples and weights."""
-    again = tmp_path / "again.npz"
-    ours = report(run(PROGRAM, "--seed", "0", "--save", str(again), cwd=tmp_path))
-    stored, retrained = ml.load(CHECKPOINT), ml.load(again)
-    assert retrained["samples"] == stored["samples"]
-    np.testing.assert_allclose(retrained["losses"], stored["losses"], rtol=1e-3, atol=1e-5)
-    for name, weight in stored["model"].items():
-        np.testing.assert_allclose(retrained["model"][name].data, weight.data, atol=1e-4)
-    assert ours["right"] >= 990
+SHORT = 200  # steps: a fifth of the programs' budget (the sorting one sorts 99.8% after 150)
 
 
-def test_retraining_the_character_model_reproduces_its_checkpoint(tmp_path):
-    """The second half of `make tiny-gpt`: the same losses, samples before and after, weights."""
+def test_a_fifth_of_the_training_from_seed_0_sorts_99_percent(tmp_path):
+    """`make tiny-gpt`'s run, shortened: the stored curve's start, then the chapter's claim."""
+    ours = report(run(PROGRAM, "--seed", "0", "--steps", str(SHORT), cwd=tmp_path))
+    stored = ml.load(CHECKPOINT)
+    assert ours["imported"] == ["minilucid"]
+    assert abs(ours["losses"][0] - stored["losses"][0]) <= 1e-4  # printed to 4 decimals
+    assert ours["losses"][-1] < ours["losses"][0] / 10, ours["losses"]
+    assert ours["right"] >= 990, f"{ours['right']}/1000 sorted after {SHORT} steps"
+
+
+def test_a_fifth_of_the_character_models_training_lowers_its_held_out_loss(tmp_path):
+    """The second half of `make tiny-gpt`, shortened; the checkpoint holds what chapter 13 says."""
     again = tmp_path / "again.npz"
-    done = run(CHAR_PROGRAM, "--seed", "0", "--save", str(again), cwd=CHAR_PROGRAM.parent)
+    done = run(CHAR_PROGRAM, "--seed", "0", "--steps", str(SHORT), "--save", str(again),
+               cwd=CHAR_PROGRAM.parent)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     stored, retrained = ml.load(CHAR_CHECKPOINT), ml.load(again)
-    assert retrained["before"] == stored["before"] and retrained["after"] == stored["after"]
-    for key in ("losses", "held_out"):
-        np.testing.assert_allclose(retrained[key], stored[key], rtol=1e-3, atol=1e-5)
-    for name, weight in stored["model"].items():
-        np.testing.assert_allclose(retrained["model"][name].data, weight.data, atol=1e-4)
-    assert stored["held_out"][-1] < 0.6 * stored["held_out"][0]  # it learned something
-
-
-def test_a_short_minilucid_run_learns(tmp_path):
-    ours = report(run(PROGRAM, "--steps", "60", cwd=tmp_path))
-    first, last = ours["losses"][0], ours["losses"][-1]
-    assert first > 2.0 and last < first / 2, ours["losses"]  # ln(11) = 2.40 at the start
+    np.testing.assert_allclose(retrained["held_out"][0], stored["held_out"][0], rtol=1e-4)
+    np.testing.assert_allclose(retrained["losses"][0], stored["losses"][0], rtol=1e-4)
+    assert retrained["held_out"][-1] < 0.6 * retrained["held_out"][0], retrained["held_out"]
+    # the checkpoint: from above a uniform guess (ln 62) to 1.64 after 1000 steps, and above the
+    # training batches' loss at the end
+    assert stored["held_out"][0] > np.log(62)
+    assert stored["held_out"][-1] == pytest.approx(1.64, abs=0.005)
+    assert stored["held_out"][-1] > np.mean(stored["losses"][-100:])
 
 
 def test_with_pytorch_it_runs_unchanged_and_sorts_99_percent(tmp_path):

@@ -125,10 +125,25 @@ SVG_B = """<svg xmlns="http://www.w3.org/2000/svg" width="63pt" height="45pt"><g
 
 def _sanitize(text: str) -> str:
     patterns = get_sanitize_patterns((ROOT / "tests" / "nbval_sanitize.cfg").read_text())
-    assert len(patterns) == 4
+    assert len(patterns) == 6  # each rule below has a test here
     for regex, replace in patterns:  # exactly as nbval applies them
         text = re.sub(regex, replace, text)
     return text
+
+
+def test_sanitize_collapses_only_the_listings_numpy_shortened():
+    big = '<details class="minilucid-values"><pre>w [[0.1, ...,\n 0.2]]</pre></details>'
+    small = '<details class="minilucid-values"><pre>w [0.1, 0.2]</pre></details>'
+    assert _sanitize(big) == '<details class="minilucid-values">VALUES</details>'
+    assert _sanitize(small) == small
+    assert _sanitize(small + big) == small + '<details class="minilucid-values">VALUES</details>'
+
+
+def test_sanitize_hides_the_count_of_test_digits_but_not_the_verdict():
+    line = "✓ classifies 352 of the 359 test digits correctly (98.1%): at least 98%"
+    other = line.replace("352", "350").replace("98.1", "97.5")
+    assert _sanitize(line) == _sanitize(other)
+    assert "✓ classifies N of the 359 test digits correctly: at least 98%" == _sanitize(line)
 
 
 def test_sanitize_collapses_whole_svg_documents():

@@ -418,3 +418,80 @@ def test_no_grad_keeps_no_graph():
         y = ((x @ x).relu() + 1).sum()
     assert _count(Function) == functions
     assert y.grad_fn is None
+
+
+# --------------------------------------------------------------------------------------------
+# Under create_graph a forward value kept anywhere but the saved tensors is refused, naming the
+# op: as a constant it would make the second derivative silently wrong
+
+
+class _KeepsOnCtx(Function):
+    """z = a**3 with 3a**2 kept as a ctx attribute: right once, wrong twice."""
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.slope = 3 * a * a
+        return a * a * a
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.slope
+
+
+class _ReadsTheArray(Function):
+    """z = a**3 whose backward reads the saved input's array with .numpy() or plain()."""
+
+    read = staticmethod(lambda t: t.numpy())
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return a * a * a
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        (a,) = ctx.saved_tensors
+        a = cls.read(a) if isinstance(a, ml.Tensor) else a
+        return grad * (3 * a * a)
+
+
+class _ReadsWithPlain(_ReadsTheArray):
+    read = staticmethod(lambda t: __import__("minilucid.ops.alike").ops.alike.plain(t))
+
+
+@pytest.mark.parametrize(
+    ("op", "pattern"),
+    [
+        (_KeepsOnCtx, r"^create_graph: _KeepsOnCtx keeps an array of floats .* as ctx\.slope"),
+        (_ReadsTheArray, r"^create_graph: _ReadsTheArray\.backward read the array .* numpy\(\)"),
+        (_ReadsWithPlain, r"^create_graph: _ReadsWithPlain\.backward read the array .* plain\(\)"),
+    ],
+)
+def test_a_forward_value_outside_the_saved_tensors_is_refused_under_create_graph(op, pattern):
+    x = leaf([1.0, 2.0])
+    (g,) = ml.grad(op.apply(x).sum(), x)  # once: right, 3 x**2
+    np.testing.assert_allclose(g, [3.0, 12.0])
+    with pytest.raises(RuntimeError, match=pattern):
+        ml.grad(op.apply(x).sum(), x, create_graph=True)
+
+
+def test_cross_entropy_differentiates_twice_from_its_saved_logits():
+    logits = leaf([[0.5, -1.0, 2.0], [1.5, 0.2, -0.3]])
+    targets = ml.tensor([2, 0])
+    v = np.array([[1.0, -2.0, 0.5], [0.3, 0.7, -1.1]])
+    (g,) = ml.grad(F.cross_entropy(logits, targets), logits, create_graph=True)
+    (hv,) = ml.grad((g * v).sum(), logits)
+
+    def slope(a):  # the gradient of the loss at a, by central differences in float64
+        eps, out = 1e-6, np.zeros_like(a)
+        for i in np.ndindex(a.shape):
+            up, down = a.copy(), a.copy()
+            up[i] += eps
+            down[i] -= eps
+            f = [F.cross_entropy(ml.tensor(z), targets).item() for z in (up, down)]
+            out[i] = (f[0] - f[1]) / (2 * eps)
+        return out
+
+    eps = 1e-4  # the Hessian-vector product, by central differences of the gradient
+    expected = (slope(logits.data + eps * v) - slope(logits.data - eps * v)) / (2 * eps)
+    np.testing.assert_allclose(hv, expected, rtol=1e-4, atol=1e-6)

@@ -211,7 +211,8 @@ def test_group_clusters_nodes_by_label():
     label = {"w1": "layer1", "w2": "layer2"}
     picture = draw_graph(y, groups=lambda t: label.get(t.name))
     assert "subgraph cluster_0 {" in picture.source and "label=layer1" in picture.source
-    assert picture.text.endswith("clusters:\n  layer1: w1\n  layer2: w2")
+    # the op that uses a group's leaf joins it
+    assert picture.text.endswith("clusters:\n  layer1: w1, t1\n  layer2: w2, t2")
 
 
 def test_mime_bundle_has_html_svg_png_and_text():
@@ -410,6 +411,13 @@ def test_a_detach_shows_where_the_graph_was_cut():
     assert not [e for e in draw_graph((h * shared).sum()).scene.edges if e.kind == "detach"]
 
 
+def cuts_in(picture) -> list:
+    """(from, to, words) of each cut a picture draws."""
+    names = {n.key: n.title for n in picture.scene.nodes}
+    edges = picture.scene.edges
+    return [(names[e.tail], names[e.head], e.label) for e in edges if e.kind == "detach"]
+
+
 def test_the_cut_shows_when_the_detached_tensor_is_used_through_more_ops():
     x = ml.tensor([1.0, 2.0, 4.0], name="x")
     w = ml.tensor(2.0, requires_grad=True, name="w")
@@ -419,11 +427,7 @@ def test_the_cut_shows_when_the_detached_tensor_is_used_through_more_ops():
     target.name = "target"
     loss = ((h - target) ** 2).sum()
     picture = draw_graph(loss)
-    names = {n.key: n.title for n in picture.scene.nodes}
-    cuts = [
-        (names[e.tail], names[e.head], e.label) for e in picture.scene.edges if e.kind == "detach"
-    ]
-    assert cuts == [("h", "target", "from detach()")]
+    assert cuts_in(picture) == [("h", "target", "from detach()")]
     assert 'label="from detach()" arrowhead=tee' in picture.source
     assert picture.text.endswith(
         "cuts (no gradient flows back):\n  target computed from h.detach()"
@@ -431,6 +435,29 @@ def test_the_cut_shows_when_the_detached_tensor_is_used_through_more_ops():
     assert "target computed from h.detach()" in draw_backward(loss).text
     assert target.is_leaf and not target.requires_grad  # the record is no part of the graph
     assert not [e for e in draw_graph((h * h).sum()).scene.edges if e.kind == "detach"]
+
+
+def test_a_value_made_under_no_grad_shows_where_the_graph_stopped():
+    w = ml.tensor(2.0, requires_grad=True, name="w")
+    h = ml.tensor([1.0, 2.0, 4.0], name="x") * w
+    h.name = "h"
+    with ml.no_grad():
+        scale = h.abs().max()  # a value of h, computed without a graph
+    scale.name = "scale"
+    loss = (h / scale).sum()
+    picture = draw_graph(loss)
+    assert cuts_in(picture) == [("h", "scale", "no_grad")]
+    assert "label=no_grad arrowhead=tee" in picture.source
+    assert picture.text.endswith(
+        "cuts (no gradient flows back):\n  scale computed from h under no_grad"
+    )
+    assert scale.is_leaf and not scale.requires_grad
+    with ml.no_grad():
+        plain = ml.tensor([1.0, 2.0]) * 3.0  # nothing needed grad: nothing was cut
+    assert plain._cut is None
+    with ml.no_grad():
+        w -= 0.1  # an update in place keeps no note: w is not cut from itself
+    assert w._cut is None
 
 
 def test_detach_keeps_its_source_only_weakly():

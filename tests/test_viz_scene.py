@@ -13,6 +13,7 @@ import pytest
 import minilucid as ml
 from minilucid import viz
 from minilucid.viz import draw_backward, draw_graph, step_through
+from minilucid.viz._picture import SCREEN_PX
 from minilucid_course.readme_picture import OUT as README_PICTURE
 from minilucid_course.readme_picture import expression as readme_graph
 
@@ -217,7 +218,7 @@ def test_presentation_setting_enlarges_type_and_fits_the_screen():
     assert "fontsize=11 " in normal and "fontsize=15.95" in big.source
     if shutil.which("dot"):
         width, height, font = shown(big.svg())
-        assert width <= 1440 and height <= 820, (width, height)  # 1488x900 minus margins
+        assert width <= SCREEN_PX[0] and height <= SCREEN_PX[1], (width, height)
         assert font >= shown(draw_backward(readme_graph()[2]).svg())[2]
     viz.set_options(presentation=True)
     try:
@@ -237,11 +238,16 @@ def test_presentation_lays_a_tall_graph_out_again_before_its_type_shrinks():
         big = draw_backward(y)
         frames = step_through(y)
     assert not normal.layout.compact and big.layout.compact  # too tall at full size
-    width, height, font = shown(big.svg())
-    assert width <= 1440 and height <= 820 and font >= shown(normal.svg())[2]
-    for k in (0, len(frames.steps) - 1):
-        width, height, font = shown(frames.frame(k).svg())
-        assert width <= 1440 and height <= 820 and font >= shown(normal.svg())[2]
+    smallest = shown(normal.svg())[2]
+    for picture in (big, frames.frame(0), frames.frame(len(frames.steps) - 1)):
+        width, height, font = shown(picture.svg())
+        assert font >= smallest - 0.01  # fitted, but never smaller than in a notebook
+        natural = [
+            float(v)
+            for v in re.search(r'width="([\d.]+)pt" height="([\d.]+)pt"', picture._svg()).groups()
+        ]
+        at_notebook_size = picture._factor(*natural) == pytest.approx(1 / picture.layout.scale)
+        assert width <= SCREEN_PX[0] and (height <= SCREEN_PX[1] or at_notebook_size)
 
 
 @needs_dot
@@ -306,30 +312,40 @@ def cnn_graph():
     return h, groups
 
 
-def test_a_graph_two_screens_tall_is_drawn_by_module_and_one_module_expands():
+def test_a_graph_two_screens_tall_folds_results_then_alike_modules_and_expand_opens_one():
     logits, groups = cnn_graph()
     full = draw_graph(logits, groups=groups, show_values=False, expand=True)
-    boxed = draw_graph(logits, groups=groups, show_values=False)
-    assert boxed.text == full.text  # the listing still names every tensor and op
+    folded = draw_graph(logits, groups=groups, show_values=False)
+    assert folded.text == full.text  # the listing still names every tensor and op
     assert not full.layout.collapsed and "module" not in full.source
-    assert set(boxed.layout.collapsed) == set(groups)
-    modules = re.findall(r"\t(module\d+) \[label=<<b>([^<]*)</b>", boxed.source)
-    assert sorted(label for _, label in modules) == sorted(groups)  # one box each
-    conv = re.search(r"module\d+ \[label=<<b>\(3\) Conv2d</b>(.*?)> ", boxed.source).group(1)
-    assert "3.weight (64, 32, 3, 3)" in conv and "Reshape \u00d73" in conv and "MatMul" in conv
-    assert "\u2192 t16 (2, 64, 4, 4) float32" in conv  # what it hands on
-    assert "<b>logits</b>" in boxed.source and "<b>3.weight</b>" not in boxed.source
-    edges = re.findall(r"\t(\w+) -> (\w+)", boxed.source)
-    assert len(edges) == len(set(edges)) == len(groups) + 1  # a chain: input, 8 boxes, output
-    one = draw_graph(logits, groups=groups, show_values=False, expand=["(3) Conv2d"])
-    assert "(3) Conv2d" not in one.layout.collapsed and len(one.layout.collapsed) == 7
-    assert "subgraph cluster_0" in one.source and "<b>3.weight</b>" in one.source
-    x, w1, b1, h, w2, y = linear_model()  # a small model keeps its boxes open
-    assert not draw_graph(y, groups={"fc1": [w1, b1, h], "head": [w2, y]}).layout.collapsed
+    # alike modules fold together: both ReLUs, both max-pools; the convolutions stay open
+    assert set(folded.layout.collapsed) == {
+        "(1) ReLU",
+        "(4) ReLU",
+        "(2) MaxPool2d",
+        "(5) MaxPool2d",
+    }
+    assert "(3) Conv2d" in folded.layout.folded
+    modules = re.findall(r"\t(module\d+) \[label=<<b>([^<]*)</b>", folded.source)
+    assert sorted(label for _, label in modules) == sorted(folded.layout.collapsed)
+    pool = re.search(r"module\d+ \[label=<<b>\(5\) MaxPool2d</b>(.*?)> ", folded.source).group(1)
+    assert "Im2Col, Reshape, Max" in pool and "\u2192 t20 (2, 64, 2, 2) float32" in pool
+    conv = re.search(
+        r"subgraph cluster_\d+ \{\n[^\n]*label=\"\(3\) Conv2d\"(.*?)\n\t\}", folded.source, re.S
+    )
+    # a frame of ops; a parameter one op uses is named in that op, an inner result by its shape
+    assert 'label=<Reshape<br/><font point-size="10">3.weight</font>' in conv.group(1)
+    assert "MatMul<br/>" in conv.group(1) and "<b>3.weight</b>" not in folded.source
+    assert "<b>t14</b>" not in folded.source  # an inner result: its op's line gives its shape
+    one = draw_graph(logits, groups=groups, show_values=False, expand=["(5) MaxPool2d"])
+    assert "(5) MaxPool2d" in one.layout.folded and "(5) MaxPool2d" not in one.layout.collapsed
+    x, w1, b1, h, w2, y = linear_model()  # a small model keeps its boxes open, nothing folded
+    small = draw_graph(y, groups={"fc1": [w1, b1, h], "head": [w2, y]}).layout
+    assert not small.collapsed and not small.folded
 
 
 @needs_dot
-def test_the_cnn_drawn_by_module_is_under_two_screens_at_full_size():
+def test_the_cnn_folded_is_under_two_screens_at_full_size():
     logits, groups = cnn_graph()
     width, height, font = shown(draw_graph(logits, groups=groups, show_values=False).svg())
     assert width <= 940 and height <= 2000 and font >= 11, (width, height, font)

@@ -107,12 +107,18 @@ def test_answering_three_chapters_keeps_the_integrity_tests_green(clone):
     assert " passed" in result.stdout
 
 
-def test_git_pull_of_a_course_update_never_meets_the_learners_answers(clone, tmp_path):
+def learner_with_an_answer(clone: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A learner's clone of the course with work/ made and one chapter answered there."""
     learner = tmp_path / "learner"
     git(tmp_path, "clone", "--quiet", str(clone), str(learner))
     workspace.prepare(learner / "exercises", learner / "work")
     solution = three_chapters(learner)[0]
     answer(learner / "work" / solution.name, solution)
+    return learner, solution
+
+
+def test_git_pull_of_a_course_update_never_meets_the_learners_answers(clone, tmp_path):
+    learner, solution = learner_with_an_answer(clone, tmp_path)
 
     # the course changes that chapter's exercise notebook upstream
     exercise = clone / "exercises" / solution.name
@@ -148,3 +154,67 @@ def test_work_is_ignored_by_git():
         ["git", "check-ignore", "-q", "work/01_x.ipynb"], cwd=ROOT, capture_output=True
     )
     assert result.returncode == 0, "work/ must be in .gitignore"
+
+
+def run_every_chapter(course: Path) -> list[Path]:
+    """What JupyterLab leaves after Run All and save: new counts, this run's outputs, metadata."""
+    chapters = sorted((course / "notebooks").glob("*.ipynb"))
+    for n, path in enumerate(chapters):
+        nb = nbformat.read(str(path), as_version=4)
+        for count, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+            cell.execution_count = count + 1
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"run {n}\n")]
+        nb.metadata["widgets"] = {"state": {}}
+        nbformat.write(nb, str(path))
+    return chapters
+
+
+def snapshot(folder: Path) -> dict:
+    return {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_make_update_brings_a_changed_chapter_after_every_chapter_was_run(clone, tmp_path):
+    learner, solution = learner_with_an_answer(clone, tmp_path)
+    chapters = run_every_chapter(learner)
+    work_before = snapshot(learner / "work")
+
+    # upstream: a chapter changes, and a new exercise notebook arrives
+    changed = clone / "notebooks" / chapters[3].name
+    nb = nbformat.read(str(changed), as_version=4)
+    nb.cells[0].source += "\n\nA sentence added by a course update."
+    nbformat.write(nb, str(changed))
+    new_exercise = clone / "exercises" / "99_new_chapter.ipynb"
+    new_exercise.write_bytes((clone / "exercises" / solution.name).read_bytes())
+    git(clone, "add", "-A")
+    git(clone, "commit", "--quiet", "-m", "course update")
+
+    # what a plain git pull does to a learner who ran the chapters
+    refused = subprocess.run(["git", "pull"], cwd=learner, capture_output=True, text=True)
+    assert refused.returncode != 0 and "would be overwritten" in refused.stderr
+
+    lines = workspace.update(learner)
+    assert "course update" in git(learner, "log", "-1", "--format=%s")
+    assert "added by a course update" in (learner / "notebooks" / chapters[3].name).read_text()
+    assert git(learner, "status", "--porcelain") == ""  # every chapter as published
+    # the learner's runs are kept, each at its path under one backup folder
+    (backups,) = (learner / "work" / workspace.BACKUPS).iterdir()
+    for chapter in chapters:
+        kept = backups / "notebooks" / chapter.name
+        assert "run " in kept.read_text(encoding="utf-8"), kept
+    # work/ as it was, plus the new chapter's exercises
+    work_after = snapshot(learner / "work")
+    assert {k: v for k, v in work_after.items() if k.parts[0] != workspace.BACKUPS} == {
+        **work_before,
+        Path("99_new_chapter.ipynb"): new_exercise.read_bytes(),
+    }
+    assert any("99_new_chapter" in line for line in lines)
+
+    # nothing run since: the next update only pulls
+    assert workspace.update(learner)[-1].startswith("Already up to date")
+
+
+def test_make_update_refuses_to_discard_a_changed_file_that_is_no_notebook(clone):
+    (clone / "minilucid" / "__init__.py").write_text("# my own change\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"minilucid/__init__\.py.*git stash"):
+        workspace.update(clone)
+    assert (clone / "minilucid" / "__init__.py").read_text() == "# my own change\n"
