@@ -2,6 +2,7 @@
 #
 # Learners:  make lab        set up (first time) and open the course in JupyterLab
 #            make progress   which exercises pass (CH=02 for one chapter)
+#            make update     the course's latest version (the chapters you ran are kept in work/)
 # Everyone:  make test       set up (first time) and run the whole test suite
 
 SHELL := /bin/bash
@@ -26,29 +27,35 @@ PYTEST_ARGS ?=
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	--nbval-cell-timeout=300
 
-.PHONY: help setup lab teacher class dashboard slides hub-test tiny-gpt audit reset kit test check sync exercises \
+.PHONY: help setup lab update teacher class dashboard slides hub-test tiny-gpt audit reset kit test \
+	test-other-blas check sync exercises \
 	progress execute html bench clean distclean
 
 # What each command installs into .venv (minilucid's extras; minilucid_course/setup.sh records
 # what is in): learners get what learning needs, the test tools come with the tests, nbgrader
-# with the teacher's commands. `make setup` alone installs the course and the test tools.
+# with the teacher's commands (and with `make hub-test`, which runs a test: pytest comes with it).
+# `make setup` alone installs the course and the test tools.
 EXTRAS ?= course,test
-lab progress reset html bench slides: EXTRAS = course
+lab update progress reset html bench: EXTRAS = course
+slides: EXTRAS = course,slides
 teacher class dashboard audit: EXTRAS = course,teacher
-hub-test: EXTRAS = course,teacher,hub
+hub-test: EXTRAS = course,test,hub
 
 help:
 	@echo "make lab         set up, then open the course in JupyterLab (LAB_ARGS='--no-browser --port 8899')"
 	@echo "make test        set up, then run every test: unit tests, exercises, notebooks (nbval)"
+	@echo "make update      the course's latest version: the chapters you ran go to work/backups/, then git pull"
 	@echo "make progress    which exercises in work/ pass, fail or are not done yet (CH=02: one chapter)"
 	@echo "make reset CH=03 a fresh copy of chapter 03's exercises in work/ (yours kept in work/backups/)"
 	@echo "make teacher     JupyterLab with solutions/ and nbgrader's teacher tools (docs/teaching.md);"
-	@echo "                 CLASS=~/minilucid-class: Formgrader on that class"
+	@echo "                 CLASS=~/minilucid-class: Formgrader on that class (in the foreground: use"
+	@echo "                 a second terminal; a JupyterLab workspace of its own, not the learner's)"
 	@echo "make class CLASS=~/minilucid-class   an nbgrader class folder from solutions/ (CH=\"03 05\": some)"
 	@echo "make dashboard CLASS=...  what the class gets right and wrong, per check (and dashboard.html)"
 	@echo "make slides CH=03 slides of a chapter, one per section, in site/slides/"
 	@echo "make hub-test    the JupyterHub configuration for a class, started and tried (docs/teaching.md)"
 	@echo "make audit CLASS=~/minilucid-class  hand-ins to read after autograde (docs/teaching.md)"
+	@echo "make test-other-blas  the tests of trained figures again, on another BLAS kernel (CI runs it)"
 	@echo "make setup       create .venv and install the course into it (idempotent)"
 	@echo "make check       fast checks: lint, format, chapters in sync with the package, exercises"
 	@echo "make sync        rewrite the chapters' tagged cells from the package"
@@ -90,7 +97,16 @@ teacher: setup
 		"$(CURDIR)/$(BIN)/jupyter" lab --ServerApp.root_dir="$(TEACHER_ROOT)" \
 		--LabApp.default_url=$(TEACHER_URL) \
 		--LabApp.app_settings_dir="$(CURDIR)/minilucid_course/teacher/settings" \
+		--LabApp.workspaces_dir="$(CURDIR)/$(VENV)/share/minilucid-teacher-workspaces" \
 		--ServerApp.jpserver_extensions="$(NBGRADER_ON)" $(ALLOW_ROOT) $(LAB_ARGS)
+
+# The course's latest version. JupyterLab saves every chapter a learner runs (with its outputs), and
+# git pull refuses to overwrite them: the notebooks a run changed go to work/backups/<time>/
+# first, then the pull, then the set-up again (what the update needs, the new notebooks trusted,
+# a new chapter's exercises copied into work/). Answers in work/ are never touched.
+update: setup
+	@$(PY) -m minilucid_course.workspace update
+	@EXTRAS="$(EXTRAS)" bash minilucid_course/setup.sh
 
 # An nbgrader class folder from solutions/ (docs/teaching.md, "Running a class with nbgrader");
 # EXCHANGE=/srv/nbgrader/exchange puts the exchange where other users can reach it
@@ -104,7 +120,8 @@ dashboard: setup
 	@test -n "$(CLASS)" || { echo "dashboard: say which class, e.g. make dashboard CLASS=~/minilucid-class"; exit 1; }
 	$(PY) -m minilucid_course.dashboard "$(CLASS_DIR)"
 
-# Slides of one chapter (CH=03) or of every chapter: one slide per section, offline
+# Slides of one chapter (CH=03) or of every chapter: one slide per section; they open offline
+# (reveal.js and MathJax are copied next to them from Python packages)
 slides: setup
 	$(PY) -m minilucid_course.slides $(CH)
 
@@ -125,9 +142,28 @@ reset: setup
 	@$(PY) -m minilucid_course.workspace reset "$(CH)"
 
 # One pytest run over two workers. --dist loadfile keeps each file on one worker: nbval makes
-# one test per cell and the cells of a notebook share its kernel, in order.
+# one test per cell and the cells of a notebook share its kernel, in order. One BLAS thread per
+# process: the workers already use the cores, and a BLAS that starts threads for small products
+# and waits for them when the cores are busy made chapter 11's runs eight times slower.
+ONE_THREAD = OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} \
+	MKL_NUM_THREADS=$${MKL_NUM_THREADS:-1}
+# Whole files to each worker, in the order tests/conftest.py gives them (its longest first), not
+# xdist's own order (the files with the most tests first, which leaves the long one-test files for
+# the end, one worker running them alone)
+DIST := --dist loadfile --no-loadscope-reorder
 test: setup
-	$(BIN)/pytest -n $(WORKERS) --dist loadfile tests $(NBVAL_DIRS) $(NBVAL) $(PYTEST_ARGS)
+	$(ONE_THREAD) $(BIN)/pytest -n $(WORKERS) $(DIST) tests $(NBVAL_DIRS) $(NBVAL) $(PYTEST_ARGS)
+
+# The chapters and tests whose figures come from training, again on another BLAS kernel than this machine's
+# (OpenBLAS's Prescott: SSE3 only, sums its products in another order than the AVX kernels of
+# any recent x86-64 CPU). A figure compared by its last digit fails here, as it would on a
+# learner's laptop. CI runs it after `make test` (.ci/run); BLAS_CORE=... picks another kernel.
+BLAS_CORE ?= Prescott
+NUMERIC := $(wildcard notebooks/0[789]_*.ipynb notebooks/1[0-3]_*.ipynb solutions/12_*.ipynb) \
+	tests/test_experiments_ch10_ch11.py tests/test_tiny_gpt.py tests/test_training.py
+test-other-blas: setup
+	OPENBLAS_CORETYPE=$(BLAS_CORE) $(ONE_THREAD) $(BIN)/pytest -n $(WORKERS) $(DIST) \
+		$(wildcard $(NUMERIC)) $(NBVAL) $(PYTEST_ARGS)
 
 check: setup
 	@status=0; \

@@ -22,11 +22,19 @@ from benchmarks.timing import phased
 PROGRAM = Path(__file__).resolve().parents[1] / "notebooks" / "capstone" / "tiny_gpt.py"
 TITLE = "Tiny GPT training step (chapter 13): batch 64 x 12 tokens, width 64, 4 heads, 2 blocks"
 OURS, THEIRS = "import minilucid as torch\n", "import torch\n"
+TANH_GELU = 'torch.nn.GELU(approximate="tanh")'
+GELUS = {  # the program's GELU line as it is, and changed to the exact GELU (erf)
+    "tanh": (TITLE, TANH_GELU),
+    "exact": (f"{TITLE}, exact GELU (erf)", "torch.nn.GELU()"),
+}
 
 
-def program(framework: str) -> dict:
-    """The capstone program's namespace, importing minilucid or torch."""
+def program(framework: str, gelu: str = "tanh") -> dict:
+    """The capstone program's namespace, importing minilucid or torch, with the GELU chosen."""
     text = PROGRAM.read_text(encoding="utf-8")
+    if TANH_GELU not in text:
+        raise AssertionError(f"tiny GPT: {PROGRAM.name} no longer has the line {TANH_GELU}")
+    text = text.replace(TANH_GELU, GELUS[gelu][1], 1)
     if framework == "torch":
         text = text.replace(OURS, THEIRS, 1)
     namespace = {"__name__": f"tiny_gpt_{framework}"}
@@ -37,8 +45,8 @@ def program(framework: str) -> dict:
 class Step:
     """The program's training step on one fixed batch, from given weights."""
 
-    def __init__(self, framework: str, weights: dict, rows: np.ndarray):
-        self.ns = program(framework)
+    def __init__(self, framework: str, weights: dict, rows: np.ndarray, gelu: str = "tanh"):
+        self.ns = program(framework, gelu)
         fw = self.ns["torch"]
         fw.manual_seed(0)
         self.model = self.ns["TinyGPT"]()
@@ -61,14 +69,14 @@ class Step:
         return [np.asarray(p.grad) for p in self.model.parameters()]
 
 
-def engines() -> dict:
+def engines(gelu: str = "tanh") -> dict:
     """minilucid's step and (when installed) PyTorch's, from minilucid's initial weights."""
-    ours = program("minilucid")
+    ours = program("minilucid", gelu)
     ours["torch"].manual_seed(0)
     weights = {k: v.data.copy() for k, v in ours["TinyGPT"]().state_dict().items()}
     rows = ours["problems"](64, np.random.default_rng(0))
     names = ["minilucid"] + (["torch"] if torch is not None else [])
-    return {name: Step(name, weights, rows) for name in names}
+    return {name: Step(name, weights, rows, gelu) for name in names}
 
 
 def check_gradients(models: dict) -> None:
