@@ -5,6 +5,8 @@ Each public name below is built, and explained, in one chapter of the course.
 
 from minilucid.tensor import Tensor, float32, float64, int64, long  # isort: split
 
+from minilucid._memory import keep_freed_memory as _keep_freed_memory  # isort: split
+
 from minilucid import data, datasets, nn, optim, utils
 from minilucid.autograd import grad
 from minilucid.creation import (
@@ -29,6 +31,8 @@ from minilucid.ops.unary import abs, clamp, exp, log, relu, sigmoid, sqrt, tanh
 from minilucid.serialization import load, save
 
 __version__ = "0.1.0"
+
+_keep_freed_memory()  # a training step's temporaries reuse freed memory (minilucid/_memory.py)
 
 __all__ = [
     "Tensor",

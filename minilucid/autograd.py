@@ -126,7 +126,7 @@ def backward(
             trace.append((node, grad, record))
         if not keep:  # free what the op saved: the graph can be walked once only
             ctx.parents = FREED
-            ctx.saved_tensors = None
+            ctx.saved_tensors = ctx.cache = None
     return None if wanted is None else tuple(wanted[id(t)] for t in inputs)
 
 
@@ -306,6 +306,9 @@ def _on_tensors(ctx, node: Tensor, grad: Tensor):
     saved = getattr(ctx, "saved_tensors", None)
     if saved:
         ctx.saved_tensors = _as_tensors(ctx, node, saved)
+    cache = getattr(ctx, "cache", None)
+    if cache is not None:  # forward's values are constants: backward recomputes them on tensors
+        ctx.cache = None
     replaying, GRAD_MODE.replaying = GRAD_MODE.replaying, type(ctx).__name__
     try:
         with enable_grad():
@@ -322,6 +325,8 @@ def _on_tensors(ctx, node: Tensor, grad: Tensor):
         GRAD_MODE.replaying = replaying
         if saved:
             ctx.saved_tensors = saved
+        if cache is not None:
+            ctx.cache = cache
 
 
 def _held_error(ctx, name: str, array) -> RuntimeError:

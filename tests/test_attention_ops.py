@@ -344,6 +344,50 @@ def test_attention_float_mask_of_another_dtype_gets_its_gradient():
         np.testing.assert_allclose(x.grad, t.grad.numpy(), rtol=1e-4, atol=1e-5)
 
 
+KEPT = {  # the ops whose forward keeps a value for a first-order backward (ctx.cache)
+    "attention": (lambda q, k, v: MF.scaled_dot_product_attention(q, k, v, is_causal=True), QKV),
+    "layer_norm": (lambda a, w, b: MF.layer_norm(a, (4,), w, b), (S3, (4,), (4,))),
+}
+
+
+@pytest.mark.parametrize("name", list(KEPT))
+def test_a_kept_forward_value_serves_every_backward_but_not_create_graph(name):
+    """The kept value gives the same gradients backward after backward (nothing changes it in
+    place); under create_graph backward recomputes it with a graph, so the second derivatives
+    through the very same graph equal those of a graph that never kept anything; a backward that
+    frees the graph frees it too."""
+    fn, shapes = KEPT[name]
+    rng = np.random.default_rng(8)
+    arrays = [rng.standard_normal(s) for s in shapes]
+    xs = [ml.tensor(a, requires_grad=True) for a in arrays]
+    out = fn(*xs)
+    assert out._ctx.cache is not None
+    w1, w2 = weights_for(out.shape), [weights_for(s, seed=9) for s in shapes]
+    loss = (out * w1).sum()
+    first = ml.grad(loss, xs, retain_graph=True)
+    for g, h in zip(first, ml.grad(loss, xs, retain_graph=True), strict=True):
+        np.testing.assert_array_equal(g, h)  # backward did not change the kept value
+    again = ml.grad(loss, xs, create_graph=True)  # the same graph, its kept value still there
+    assert out._ctx.cache is not None
+    for g, h in zip(first, again, strict=True):  # recomputed (sums in another order)
+        np.testing.assert_allclose(g, h.data, rtol=1e-12, atol=1e-14)
+    second = ml.grad(sum((g * w).sum() for g, w in zip(again, w2, strict=True)), xs, allow_unused=True)
+    fresh = [ml.tensor(a, requires_grad=True) for a in arrays]
+    out2 = fn(*fresh)
+    out2._ctx.cache = None  # as if forward had kept nothing: backward recomputes on tensors
+    grads = ml.grad((out2 * w1).sum(), fresh, create_graph=True)
+    expected = ml.grad(
+        sum((g * w).sum() for g, w in zip(grads, w2, strict=True)), fresh, allow_unused=True
+    )
+    assert any(g is not None and np.abs(g).max() > 0 for g in second)
+    for g, h in zip(second, expected, strict=True):
+        assert (g is None) == (h is None)
+        if g is not None:
+            np.testing.assert_allclose(g, h, rtol=1e-12, atol=1e-12)
+    loss.backward()  # frees the graph
+    assert out._ctx.cache is None
+
+
 def test_embedding_gradient_adds_up_over_repeated_indices():
     w = ml.tensor(np.zeros((5, 2)), requires_grad=True)
     MF.embedding(ml.tensor(IDX), w).sum().backward()

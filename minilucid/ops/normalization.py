@@ -6,8 +6,9 @@ faster twin, with the backward written out).
     dz/dweight: sum of g * x^,  dz/dbias: sum of g  (over every other dimension)
     dz/da: r * (h - mean(h) - x^ * mean(h * x^)),  h = g * weight
 
-Backward recomputes x^ and r from the saved input instead of keeping them: a saved intermediate
-would be a constant under create_graph. The formulas use only operators and methods that arrays
+Forward keeps r as its cache for a first-order backward, which rebuilds x^ from it in one pass;
+under create_graph backward recomputes both from the saved input, with a graph (a kept
+intermediate would be a constant). The formulas use only operators and methods that arrays
 and tensors share, so the same lines give a first derivative on arrays and record a graph for
 the second on tensors.
 """
@@ -25,10 +26,13 @@ class LayerNormOp(Function):
     @staticmethod
     def forward(ctx, a, *affine, dims=1, eps=1e-5, parts="wb"):
         ctx.save_for_backward(a, *affine)
-        rows, _ = _rows(a, dims, eps)  # a fresh array: the affine part is done in place
+        x_hat, r = ctx.cache = _rows(a, dims, eps)
         weight, bias = _affine(affine, parts)
+        rows = np.empty_like(x_hat)  # the affine part in place on one fresh array, in a's dtype
         if weight is not None:
-            rows *= weight.reshape(-1)
+            np.multiply(x_hat, weight.reshape(-1), out=rows)
+        else:
+            rows[...] = x_hat
         if bias is not None:
             rows += bias.reshape(-1)
         return rows.reshape(a.shape)
@@ -38,7 +42,8 @@ class LayerNormOp(Function):
         a, *affine = ctx.saved_tensors
         dims, eps, parts = ctx.options["dims"], ctx.options["eps"], ctx.options["parts"]
         weight, bias = _affine(affine, parts)
-        x_hat, r = _rows(a, dims, eps)
+        cached = getattr(ctx, "cache", None)  # None under create_graph: recomputed, recorded
+        x_hat, r = cached if cached is not None else _rows(a, dims, eps)
         g = grad.reshape(x_hat.shape)
         # mean(h) = g @ scale and mean(h * x^) = (g * x^) @ scale, scale = weight / n; g * x^
         # is the weight's gradient's rows as well
@@ -50,8 +55,7 @@ class LayerNormOp(Function):
             d_a = g - mean_h if weight is None else g * weight.reshape(-1)
             if weight is not None:
                 d_a -= mean_h
-            x_hat *= mean_hx
-            d_a -= x_hat
+            d_a -= x_hat * mean_hx  # not in place: x^ is forward's, kept for another backward
             d_a *= r
         else:
             h = g if weight is None else g * weight.reshape(-1)

@@ -6,8 +6,8 @@ from MatMul, Where and Softmax; this is its faster twin).
     dv = P^T @ g,   dP = g @ v^T,   dS = P * (dP - sum(dP * P)),   dq = dS @ k * scale,
     dk = dS^T @ q * scale,   d(float mask) = dS
 
-Backward recomputes P from the saved inputs instead of keeping it: a saved intermediate would be
-a constant under create_graph. The formulas use only operators and `alike` helpers, so the same
+Forward keeps P as its cache for a first-order backward; under create_graph backward recomputes
+P from the saved inputs, with a graph (a kept intermediate would be a constant). The formulas use only operators and `alike` helpers, so the same
 lines run on arrays (a first derivative) and on tensors (a graph for the second).
 """
 
@@ -27,16 +27,19 @@ class ScaledDotProductAttention(Function):
     @staticmethod
     def forward(ctx, q, k, v, mask=None, scale=1.0, keep=None):
         ctx.save_for_backward(q, k, v, mask)
-        return weights(q, k, scale, keep, mask) @ v
+        p = ctx.cache = weights(q, k, scale, keep, mask)
+        return p @ v
 
     @staticmethod
     def backward(ctx, grad):
         q, k, v, mask = ctx.saved_tensors
         scale, keep = ctx.options["scale"], ctx.options.get("keep")
-        p = weights(q, k, scale, keep, mask)
+        p = getattr(ctx, "cache", None)
+        if p is None:  # under create_graph: P again, recorded on the saved tensors
+            p = weights(q, k, scale, keep, mask)
         d_p = grad @ _swap_last(v)
         if type(d_p) is np.ndarray:  # the same, in place on the fresh arrays
-            d_p -= (d_p * p).sum(axis=-1, keepdims=True)
+            d_p -= _row_sums(d_p * p)
             d_p *= p
             d_s = d_p
         else:
@@ -73,14 +76,34 @@ def _weights_of_arrays(q, k, scale: float, keep, mask) -> np.ndarray:
         scores += np.where(keep, 0, -np.inf).astype(scores.dtype)
     if mask is not None:
         scores += mask.astype(scores.dtype, copy=False)
-    top = scores.max(axis=-1, keepdims=True)
+    top = _row_maxima(scores)
     top[top == -np.inf] = 0
     scores -= top
     np.exp(scores, out=scores)
-    total = scores.sum(axis=-1, keepdims=True)
+    total = _row_sums(scores)
     total += total == 0
     scores /= total
     return scores
+
+
+# Along the keys, rows are short (a dozen entries in chapter 13): NumPy's reductions along a
+# short last axis take about 4 ns an entry, a matrix-vector product or a reduction down the
+# columns of the transposed rows a fifth of that.
+
+
+def _row_sums(x: np.ndarray) -> np.ndarray:
+    """x summed along its last axis, kept as a column: one matrix-vector product."""
+    n = x.shape[-1]
+    return (x.reshape(-1, n) @ np.ones(n, dtype=x.dtype)).reshape(*x.shape[:-1], 1)
+
+
+def _row_maxima(x: np.ndarray) -> np.ndarray:
+    """x's maximum along its last axis, kept as a column (NaN where a row holds one)."""
+    n = x.shape[-1]
+    if x.size == 0:
+        return x.max(axis=-1, keepdims=True, initial=-np.inf)
+    columns = np.ascontiguousarray(x.reshape(-1, n).T)
+    return columns.max(axis=0).reshape(*x.shape[:-1], 1)
 
 
 def _constant(x):
