@@ -212,6 +212,8 @@ def held_arrays(ctx) -> list:
             if isinstance(item, np.ndarray):
                 found.append((name, item))
     for name, value in getattr(ctx, "__dict__", {}).items():  # an op declared without slots
+        if name == "cache":
+            continue
         for item in value if isinstance(value, tuple | list) else (value,):
             if isinstance(item, np.ndarray):
                 found.append((name, item))
@@ -226,6 +228,7 @@ def _held_names(cls) -> tuple:
             for klass in cls.__mro__
             if klass is not Function and klass is not object
             for name in klass.__dict__.get("__slots__", ())
+            if name != "cache"  # hidden under create_graph (autograd._on_tensors)
         )
         HELD[cls] = names
     return names

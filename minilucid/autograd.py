@@ -126,7 +126,9 @@ def backward(
             trace.append((node, grad, record))
         if not keep:  # free what the op saved: the graph can be walked once only
             ctx.parents = FREED
-            ctx.saved_tensors = ctx.cache = None
+            ctx.saved_tensors = None
+            if ctx.cache is not None:
+                ctx.cache = None
     return None if wanted is None else tuple(wanted[id(t)] for t in inputs)
 
 

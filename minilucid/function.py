@@ -21,10 +21,13 @@ class Function:
     to its `parents` and holds what `forward` saved for `backward`.
     """
 
-    # cache: what forward computed that a first-order backward would compute again (softmax
-    # weights, normalised rows); backward uses it on arrays only. Under create_graph it is hidden
-    # and backward recomputes the value from the saved tensors, with a graph (autograd.py).
-    __slots__ = ("parents", "saved_tensors", "options", "version", "arrays", "cache")
+    __slots__ = ("parents", "saved_tensors", "options", "version", "arrays")
+
+    # An op may keep, as `cache` (a slot of its own), what forward computed that a first-order
+    # backward would compute again (softmax weights, normalised rows); backward uses it on arrays
+    # only. Under create_graph it is hidden, and backward recomputes the value from the saved
+    # tensors, with a graph (autograd.py). Ops without one read None here.
+    cache = None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}>"

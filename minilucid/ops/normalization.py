@@ -21,7 +21,7 @@ from minilucid.function import Function
 class LayerNormOp(Function):
     """z = (a - mean) / sqrt(var + eps) * weight + bias;  the gradients in the module docstring"""
 
-    __slots__ = ()
+    __slots__ = ("cache",)  # forward's values, for a first-order backward
 
     @staticmethod
     def forward(ctx, a, *affine, dims=1, eps=1e-5, parts="wb"):

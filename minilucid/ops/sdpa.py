@@ -22,7 +22,7 @@ class ScaledDotProductAttention(Function):
     """z = P @ v, P = softmax(q @ k^T * scale + mask);  dv = P^T @ g, dP = g @ v^T,
     dS = P * (dP - rowsum(dP * P)), dq = dS @ k * scale, dk = dS^T @ q * scale, dmask = dS"""
 
-    __slots__ = ()
+    __slots__ = ("cache",)  # forward's values, for a first-order backward
 
     @staticmethod
     def forward(ctx, q, k, v, mask=None, scale=1.0, keep=None):
