@@ -41,7 +41,8 @@ def keep_freed_memory() -> bool:
         return False
     try:
         libc = ctypes.CDLL(None)
-        libc.gnu_get_libc_version  # glibc only: other C libraries' mallopt differ or do nothing
+        if not hasattr(libc, "gnu_get_libc_version"):  # glibc only: others' mallopt differ
+            return False
         mallopt = libc.mallopt
     except (OSError, AttributeError):
         return False

@@ -371,7 +371,9 @@ def test_a_kept_forward_value_serves_every_backward_but_not_create_graph(name):
     assert out._ctx.cache is not None
     for g, h in zip(first, again, strict=True):  # recomputed (sums in another order)
         np.testing.assert_allclose(g, h.data, rtol=1e-12, atol=1e-14)
-    second = ml.grad(sum((g * w).sum() for g, w in zip(again, w2, strict=True)), xs, allow_unused=True)
+    second = ml.grad(
+        sum((g * w).sum() for g, w in zip(again, w2, strict=True)), xs, allow_unused=True
+    )
     fresh = [ml.tensor(a, requires_grad=True) for a in arrays]
     out2 = fn(*fresh)
     out2._ctx.cache = None  # as if forward had kept nothing: backward recomputes on tensors

@@ -1,4 +1,4 @@
-"""minilucid/_memory.py: the arrays of one training step reuse the memory the previous step freed."""
+"""minilucid/_memory.py: a training step's arrays reuse the memory the previous step freed."""
 
 from __future__ import annotations
 

@@ -7,8 +7,9 @@ from MatMul, Where and Softmax; this is its faster twin).
     dk = dS^T @ q * scale,   d(float mask) = dS
 
 Forward keeps P as its cache for a first-order backward; under create_graph backward recomputes
-P from the saved inputs, with a graph (a kept intermediate would be a constant). The formulas use only operators and `alike` helpers, so the same
-lines run on arrays (a first derivative) and on tensors (a graph for the second).
+P from the saved inputs, with a graph (a kept intermediate would be a constant). The formulas use
+only operators and `alike` helpers, so the same lines run on arrays (a first derivative) and on
+tensors (a graph for the second).
 """
 
 import numpy as np
