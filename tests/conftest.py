@@ -43,6 +43,32 @@ LONGEST_FIRST = (
 )
 
 
+def _start_kernels_again_when_one_dies_at_start() -> None:
+    """nbval starts a kernel per notebook. jupyter_client picks the kernel's five ports by binding
+    to port 0 and letting go, so while the other worker starts servers and kernels too, a port
+    can be taken before the kernel binds it; the kernel then dies before it answers, and every
+    cell of the notebook errors. Start it again (twice at most): a kernel that cannot start at
+    all still fails, with nbval's own error."""
+    try:
+        import nbval.kernel as nbval_kernel
+    except ImportError:  # nbval is not installed: nothing to start
+        return
+    start = nbval_kernel.start_new_kernel
+
+    def start_new_kernel(*args, **kwargs):
+        for attempt in range(3):
+            try:
+                return start(*args, **kwargs)
+            except RuntimeError as error:
+                if "died before replying" not in str(error) or attempt == 2:
+                    raise
+
+    nbval_kernel.start_new_kernel = start_new_kernel
+
+
+_start_kernels_again_when_one_dies_at_start()
+
+
 def pytest_collection_modifyitems(config, items):
     rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
