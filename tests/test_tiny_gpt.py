@@ -88,6 +88,7 @@ def test_the_shipped_checkpoint_sorts_99_percent_of_held_out_sequences(tmp_path)
 
 
 SHORT = 200  # steps: a fifth of the programs' budget (the sorting one sorts 99.8% after 150)
+CHAR_SHORT = 100  # the character model: its held-out loss from 4.26 to 2.30 by then
 
 
 def test_a_fifth_of_the_training_from_seed_0_sorts_99_percent(tmp_path):
@@ -100,10 +101,10 @@ def test_a_fifth_of_the_training_from_seed_0_sorts_99_percent(tmp_path):
     assert ours["right"] >= 990, f"{ours['right']}/1000 sorted after {SHORT} steps"
 
 
-def test_a_fifth_of_the_character_models_training_lowers_its_held_out_loss(tmp_path):
-    """The second half of `make tiny-gpt`, shortened; the checkpoint holds what chapter 13 says."""
+def test_a_tenth_of_the_character_models_training_lowers_its_held_out_loss(tmp_path):
+    """The second half of `make tiny-gpt`, a tenth as long; the checkpoint holds what ch13 says."""
     again = tmp_path / "again.npz"
-    done = run(CHAR_PROGRAM, "--seed", "0", "--steps", str(SHORT), "--save", str(again),
+    done = run(CHAR_PROGRAM, "--seed", "0", "--steps", str(CHAR_SHORT), "--save", str(again),
                cwd=CHAR_PROGRAM.parent)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     stored, retrained = ml.load(CHAR_CHECKPOINT), ml.load(again)
