@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbgrading import processes_running
 
 from minilucid_course import grading, handin, judge, sandbox
 
@@ -57,18 +58,6 @@ open("found.json", "w").write(__import__("json").dumps(found))
 """
 
 
-def _sleepers(word: str) -> list[str]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        try:
-            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if word in line:
-            out.append(line)
-    return out
-
-
 @pytest.fixture
 def box():
     """A hand-in's folder where the sandbox's user can reach it (pytest's tmp_path is private)."""
@@ -98,7 +87,7 @@ def test_code_past_the_policy_still_cannot_reach_out(box, tmp_path, monkeypatch)
     assert "MINILUCID_TEST_SECRET" not in found["env"], found["env"]
     assert found["processes"] < 10, found
     assert not (Path(sys.prefix) / "zz_minilucid_test.pth").exists()
-    assert not _sleepers("sleep 4243")
+    assert not processes_running("sleep 4243")
 
 
 @needs_sandbox
@@ -112,7 +101,7 @@ def test_a_hand_in_past_its_time_is_killed_with_every_process_it_started(box):
     status, _log = sandbox.run(work, [sys.executable, "-I", "slow.py"], {}, timeout=3)
     assert status == -9 and time.monotonic() - started < 30
     time.sleep(0.5)
-    assert not _sleepers("sleep 4244")
+    assert not processes_running("sleep 4244")
 
 
 def _cell(source, grade_id=None, **flags):

@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-from nbgrading import meta, nbgrader, scores, submission
+from nbgrading import meta, nbgrader, processes_running, scores, submission
 
 from minilucid_course import audit, classroom, dashboard, sandbox
 
@@ -174,18 +174,6 @@ def fingerprint() -> dict[str, str]:
             if path.is_file() and "__pycache__" not in path.parts:
                 info = path.stat()
                 found[str(path)] = f"{info.st_size} {info.st_mtime_ns}"
-    return found
-
-
-def processes_running(word: str) -> list[str]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if word in line:
-            found.append(line)
     return found
 
 
