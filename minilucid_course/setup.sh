@@ -126,6 +126,11 @@ if [ "$needs_install" = 1 ]; then
     pip_install -e ".[$extras]"
     say "installing the course's machinery (minilucid_course) into $VENV"
     pip_install --no-deps -e ./minilucid_course
+    # a venv set up before jsonschema was held below 4.25 (pyproject.toml) keeps rfc3987-syntax,
+    # which nothing needs any more and which costs every Jupyter process a second: remove it
+    if "$PY" -m pip show rfc3987-syntax 2>/dev/null | grep -qE '^Required-by: *$'; then
+        "$PY" -m pip uninstall -y -q rfc3987-syntax >>"$VENV/pip.log" 2>&1 || true
+    fi
     printf '%s\n' ${extras//,/ } $(grep -qx test <<<"${extras//,/$'\n'}" && echo teacher) \
         | sort -u >"$STAMP"
 fi

@@ -137,7 +137,7 @@ def test_environment_yml_installs_the_engine_and_the_course():
     env = yaml.safe_load((ROOT / "environment.yml").read_text(encoding="utf-8"))
     assert env["name"] == "minilucid" and "conda-forge" in env["channels"]
     plain = [d for d in env["dependencies"] if isinstance(d, str)]
-    names = {d.split("=")[0].split(">")[0].strip() for d in plain}
+    names = {re.split(r"[<>=!~\s]", d, maxsplit=1)[0] for d in plain}
     # Graphviz's dot program and its Python package, so no apt.txt is needed
     assert {"python", "numpy", "jupyterlab", "graphviz", "python-graphviz", "pip"} <= names
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
@@ -146,7 +146,7 @@ def test_environment_yml_installs_the_engine_and_the_course():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     conda_name = {"graphviz": "python-graphviz"}
     for requirement in project["project"]["optional-dependencies"]["course"]:
-        name = requirement.split(">")[0].split("=")[0].split("[")[0].strip()
+        name = re.split(r"[<>=!~\[\s]", requirement, maxsplit=1)[0]
         name = conda_name.get(name, name)
         assert name in names or any(name in str(p) for p in pip), f"{name} missing"
 
