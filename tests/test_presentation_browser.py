@@ -84,36 +84,47 @@ def presented(tmp_path_factory):
         browser.close()
 
 
-def shown(url, browser, screen, presentation: bool) -> tuple:
-    """(measurements, page) of the notebook on a screen of this size, file browser open."""
-    width, height = screen
-    page = browser.new_page(viewport={"width": width, "height": height})
-    page.goto(f"{url}/lab/workspaces/p{width}/tree/projected.ipynb?reset&token={TOKEN}")
-    page.locator(".jp-NotebookPanel .jp-OutputArea-output img").first.wait_for(timeout=30000)
-    page.evaluate("() => window.jupyterapp.commands.execute('filebrowser:activate')")
-    if presentation:
-        page.evaluate(
-            "() => window.jupyterapp.commands.execute('application:toggle-presentation-mode')"
-        )
-        page.wait_for_function("() => window.jupyterapp.shell.presentationMode === true")
+@pytest.fixture(scope="module")
+def screens(presented):
+    """One JupyterLab page per screen size, the notebook open and the file browser beside it,
+    loaded the first time a test asks for that size."""
+    url, browser = presented
+    pages = {}
+
+    def page_for(screen):
+        if screen not in pages:
+            width, height = screen
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.goto(f"{url}/lab/workspaces/p{width}/tree/projected.ipynb?reset&token={TOKEN}")
+            page.locator(".jp-NotebookPanel .jp-OutputArea-output img").first.wait_for(
+                timeout=30000
+            )
+            page.evaluate("() => window.jupyterapp.commands.execute('filebrowser:activate')")
+            pages[screen] = page
+        return pages[screen]
+
+    yield page_for
+    for page in pages.values():
+        page.close()
+
+
+def measure(page) -> dict:
+    """The notebook's area and every picture as displayed (its box and smallest type)."""
     page.wait_for_timeout(800)  # the panels settle
     measured = page.evaluate(AREA)
-    pictures = page.evaluate(SIZES)  # each picture as displayed: its box and smallest type
+    pictures = page.evaluate(SIZES)
     measured["pictures"] = [p for p in pictures if p["kind"] == "image/svg+xml"]
-    return measured, page
+    return measured
 
 
-def test_the_menu_paths_in_the_teachers_guide_are_jupyterlabs(presented):
-    url, browser = presented
-    page = browser.new_page(viewport={"width": 1488, "height": 900})
-    page.goto(f"{url}/lab/workspaces/menus/tree/projected.ipynb?reset&token={TOKEN}")
-    page.wait_for_function("window.jupyterapp !== undefined", timeout=30000)
-    page.evaluate("() => window.jupyterapp.restored")
+def test_the_menu_paths_in_the_teachers_guide_are_jupyterlabs(screens):
+    page = screens(SCREENS[1])
     page.locator(".lm-MenuBar-itemLabel", has_text="View").click()
     page.locator(".lm-Menu-itemLabel", has_text="Appearance").first.hover()
     page.wait_for_timeout(500)
     labels = page.locator(".lm-Menu .lm-Menu-itemLabel").all_inner_texts()
-    page.close()
+    page.keyboard.press("Escape")
+    page.keyboard.press("Escape")
     assert "Presentation Mode" in labels and "Simple Interface" in labels, labels
     guide = (ROOT / "docs" / "teaching.md").read_text(encoding="utf-8")
     for label in ("Presentation Mode", "Simple Interface"):
@@ -122,11 +133,15 @@ def test_the_menu_paths_in_the_teachers_guide_are_jupyterlabs(presented):
 
 
 @pytest.mark.parametrize("screen", SCREENS, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_presentation_pictures_fit_the_notebook_area_with_larger_type(presented, screen):
-    url, browser = presented
-    normal, page = shown(url, browser, screen, presentation=False)
-    page.close()
-    measured, page = shown(url, browser, screen, presentation=True)
+def test_presentation_pictures_fit_the_notebook_area_with_larger_type(screens, screen):
+    page = screens(screen)
+    assert not page.evaluate("() => window.jupyterapp.shell.presentationMode")
+    normal = measure(page)
+    page.evaluate(
+        "() => window.jupyterapp.commands.execute('application:toggle-presentation-mode')"
+    )
+    page.wait_for_function("() => window.jupyterapp.shell.presentationMode === true")
+    measured = measure(page)
     print(  # the figures the report quotes: pytest -s shows them
         f"\n{screen[0]}x{screen[1]}: notebook area {measured['width']:.0f}x{measured['height']:.0f}"
         f" px in presentation mode ({normal['width']:.0f}x{normal['height']:.0f} without),"
@@ -153,7 +168,6 @@ def test_presentation_pictures_fit_the_notebook_area_with_larger_type(presented,
                   document.querySelector(".minilucid-frame:not([style*='none']) img")
                       .getBoundingClientRect().top]"""
     )
-    page.close()
     assert tops[1] >= tops[0] - 1, tops
 
 
