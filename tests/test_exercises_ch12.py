@@ -34,6 +34,35 @@ KEEP = "ctx.save_for_backward(x)"
 FORWARD = "return x / (1 + np.exp(-x))"
 
 
+class _ByCode(dict):
+    """The probe's store of trained models, keyed by the training function's code instead of the
+    function object (see one_training_per_answer)."""
+
+    @staticmethod
+    def _key(train_my_model):
+        return train_my_model.__code__, repr(train_my_model.__defaults__)
+
+    def get(self, train_my_model, default=None):
+        return super().get(self._key(train_my_model), default)
+
+    def __setitem__(self, train_my_model, data):
+        super().__setitem__(self._key(train_my_model), data)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_training_per_answer():
+    """In the lab, the three digits checks share one training: the probe keeps the trained model
+    per training function. Each test here runs the notebook afresh, which makes a new function of
+    the same code, so here the store is keyed by the code: the (seeded) solution trains once for
+    all its tests, not six times; every wrong answer has code of its own and trains itself."""
+    from minilucid_course.checks import ch12
+
+    kept = ch12._TRAINED
+    ch12._TRAINED = _ByCode()
+    yield
+    ch12._TRAINED = kept
+
+
 def _digits(body: str) -> str:
     return with_answer(NB, "ex12_5_model_answer", body)
 
