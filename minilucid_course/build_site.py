@@ -20,6 +20,7 @@ Uses nbconvert's HTML exporter and needs no network, to build or to read:
 from __future__ import annotations
 
 import argparse
+import functools
 import html
 import re
 import shutil
@@ -211,8 +212,10 @@ def _exercise_pager(chapter, titles) -> str:
     )
 
 
-def _export(path: Path, target: Path, up: str, kind: str, pages: dict, pager: str) -> None:
-    nb = nbformat.read(str(path), as_version=4)
+@functools.lru_cache(maxsize=None)
+def _exporter(up: str) -> HTMLExporter:
+    """The exporter of the pages `up` below the site's root: one for all of them, so that its
+    templates are compiled once, not once a page."""
     exporter = HTMLExporter(
         extra_loaders=[DictLoader({"minilucid_site.html.j2": TEMPLATE})],
         template_file="minilucid_site.html.j2",
@@ -220,6 +223,12 @@ def _export(path: Path, target: Path, up: str, kind: str, pages: dict, pager: st
     exporter.embed_images = True  # markdown images go into the page
     exporter.mathjax_url = f"{up}mathjax/MathJax.js?config={MATHJAX_CONFIGS}"
     exporter.require_js_url = "data:text/javascript,"  # no widgets here: nothing to load
+    return exporter
+
+
+def _export(path: Path, target: Path, up: str, kind: str, pages: dict, pager: str) -> None:
+    nb = nbformat.read(str(path), as_version=4)
+    exporter = _exporter(up)
     static_widgets(nb)
     title = title_of(nb, path.stem)
     body, _ = exporter.from_notebook_node(
