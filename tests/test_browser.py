@@ -631,6 +631,10 @@ def lab_page(browser, url: str):
     return page
 
 
+# two animation frames: whatever the last change of style asked for has been laid out and drawn
+SETTLED = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+
+
 def measure(page, path: str) -> dict:
     """Every picture the notebook shows, per theme: its width, the part visible, its smallest
     type in px (as displayed), its background."""
@@ -652,7 +656,7 @@ def measure(page, path: str) -> dict:
         page.wait_for_function(
             "theme => document.body.dataset.jpThemeName === theme", arg=theme, timeout=20000
         )
-        page.wait_for_timeout(300)  # the theme's style sheet settles
+        page.evaluate(SETTLED)  # the theme's style sheet applied and laid out
         measured[theme] = page.evaluate(SIZES)
     return measured
 
