@@ -301,16 +301,27 @@ def test_chapter_10s_cnn_is_at_most_two_screens_tall_at_968_px(browser):
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """JupyterLab serving a fresh `git clone` of the repository, with empty Jupyter dirs."""
+def served(browser, tmp_path_factory):
+    """One JupyterLab for the tests below, on a folder that holds a fresh `git clone` of the
+    repository (clone/: stored outputs, untrusted, as a learner's first run shows them) and the
+    chapters' trusted copies (work/: the chapters measured by the size rule freshly executed, the
+    other chapters with pictures as stored); empty Jupyter dirs of its own. Yields one page of
+    it, its file browser open, in which each test opens its notebook, and the clone's folder."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     pytest.importorskip("jupyterlab", reason="JupyterLab is not installed")
+    pytest.importorskip("nbclient", reason="nbclient is not installed")
     home = tmp_path_factory.mktemp("lab")
     clone = home / "clone"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
-    with serve_lab(home, clone) as url:
-        yield url, clone
+    paths = executed_copies(ROOT / "notebooks", home / "work", ROOT)
+    for name in STORED:
+        paths.append(Path(shutil.copy(ROOT / "notebooks" / f"{name}.ipynb", home / "work")))
+    trust(paths, home / "jupyter_data_dir")
+    with serve_lab(home, home, ROOT) as url:
+        page = lab_page(browser, url)
+        yield page, clone
+        page.close()
 
 
 @contextlib.contextmanager
@@ -394,17 +405,34 @@ def _wait_for(url: str, server, log: Path, timeout: float = 30) -> None:
     pytest.fail("JupyterLab did not start within 30 s")
 
 
-def open_notebook(browser, url: str, path: str, viewport=WINDOW):
-    """A new page showing only this notebook (each page has a workspace of its own)."""
-    page = browser.new_page(viewport=viewport)
-    workspace = Path(path).stem.replace("_", "-")
-    page.goto(f"{url}/lab/workspaces/{workspace}/tree/{path}?reset&token={TOKEN}")
-    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=20000)
-    return page
+def open_notebook(page, path: str, viewport=WINDOW):
+    """The notebook at path (from the server's root) alone in the page; returns its panel."""
+    page.set_viewport_size(viewport)
+    page.evaluate(
+        """async path => {
+            for (const widget of window.jupyterapp.shell.widgets("main")) {
+              // closed unsaved: a test's clicks (running a cell, opening a <details>) change it
+              if (widget.context) widget.context.model.dirty = false;
+            }
+            await window.jupyterapp.commands.execute('application:close-all');
+            await window.jupyterapp.commands.execute('docmanager:open', {path});
+        }""",
+        path,
+    )
+    panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    panel.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=20000)
+    return panel
 
 
-def test_jupyterlab_shows_the_stored_backward_picture_of_chapter_03(browser, lab):
-    url, clone = lab
+# the open notebook's kernel has started and waits for code
+KERNEL_IDLE = """() => {
+  const context = window.jupyterapp.shell.currentWidget?.sessionContext;
+  return context?.session?.kernel?.status === "idle";
+}"""
+
+
+def test_jupyterlab_shows_the_stored_backward_picture_of_chapter_03(served):
+    page, clone = served
     if not (clone / CHAPTER).exists():
         pytest.skip(f"{CHAPTER} is not committed yet, so a fresh clone does not have it")
     nb = nbformat.read(clone / CHAPTER, as_version=4)
@@ -417,8 +445,8 @@ def test_jupyterlab_shows_the_stored_backward_picture_of_chapter_03(browser, lab
     ]
     assert calls, f"{CHAPTER} has no cell that calls draw_backward"
     stored = {key for out in nb.cells[calls[0]].outputs for key in out.get("data", {})}
-    page = open_notebook(browser, url, CHAPTER)
-    cell = page.locator(".jp-Notebook .jp-Cell").nth(calls[0])
+    panel = open_notebook(page, f"clone/{CHAPTER}")
+    cell = panel.locator(".jp-Notebook .jp-Cell").nth(calls[0])
     image = cell.locator(".jp-OutputArea-output img").first
     image.wait_for(state="visible", timeout=15000)
     assert image.evaluate("img => img.complete && img.naturalWidth > 100")
@@ -430,37 +458,35 @@ def test_jupyterlab_shows_the_stored_backward_picture_of_chapter_03(browser, lab
         assert "grad" in values.locator("pre").inner_text()
     else:  # an output stored before the HTML was added: the PNG
         assert image.get_attribute("src").startswith("data:image/png;base64,")
-    page.close()
 
 
-def test_jupyterlab_untrusted_step_through_falls_back_to_frames(browser, lab):
+def test_jupyterlab_untrusted_step_through_falls_back_to_frames(served):
     """A stored step-through in an untrusted notebook: sanitized, no script, still readable."""
-    url, clone = lab
+    page, clone = served
     x = ml.tensor([1.0, 2.0], requires_grad=True, name="x")
     y = (x * x).sum()
     nb = player_notebook()
     nb.cells.append(new_code_cell("draw_backward(y)", execution_count=2))
     nb.cells[-1].outputs = [new_output("display_data", data=draw_backward(y)._repr_mimebundle_())]
     nbformat.write(nb, clone / "viz_check.ipynb")
-    page = open_notebook(browser, url, "viz_check.ipynb")
-    frames = page.locator(".minilucid-frame")
+    panel = open_notebook(page, "clone/viz_check.ipynb")
+    frames = panel.locator(".minilucid-frame")
     frames.last.locator("img").wait_for(state="visible", timeout=15000)
     assert frames.count() == 6
-    assert not page.locator(".minilucid-controls").is_visible()  # the script was removed
+    assert not panel.locator(".minilucid-controls").is_visible()  # the script was removed
     frames.first.locator("summary").click()
     assert frames.first.locator("img").is_visible()
-    picture = page.locator(".jp-CodeCell").nth(1).locator(".jp-OutputArea-output")
+    picture = panel.locator(".jp-CodeCell").nth(1).locator(".jp-OutputArea-output")
     assert picture.locator("img").get_attribute("src").startswith("data:image/svg+xml;base64,")
     values = picture.locator("details.minilucid-values")
     assert not values.locator("pre").is_visible()  # folded until asked for
     values.locator("summary").click()
     assert "values [1., 2.]" in values.locator("pre").inner_text()
-    page.close()
 
 
-def test_jupyterlab_live_step_through_player_works(browser, lab):
+def test_jupyterlab_live_step_through_player_works(served):
     """Run a step_through cell in JupyterLab: its output is trusted, so the player's script runs."""
-    url, clone = lab
+    page, clone = served
     source = (
         "import minilucid as ml\n"
         "from minilucid.viz import step_through\n"
@@ -471,11 +497,11 @@ def test_jupyterlab_live_step_through_player_works(browser, lab):
     nb.cells = [new_code_cell(source)]
     (clone / "live").mkdir(exist_ok=True)  # not the clone's root, whose minilucid may be older
     nbformat.write(nb, clone / "live" / "viz_live.ipynb")
-    page = open_notebook(browser, url, "live/viz_live.ipynb")
-    page.get_by_text("| Idle").wait_for(timeout=20000)  # the kernel is ready
-    page.locator(".jp-CodeCell .jp-InputArea").first.click()
+    panel = open_notebook(page, "clone/live/viz_live.ipynb")
+    page.wait_for_function(KERNEL_IDLE, timeout=20000)
+    panel.locator(".jp-CodeCell .jp-InputArea").first.click()
     page.keyboard.press("Shift+Enter")
-    player = page.locator(".minilucid-steps")
+    player = panel.locator(".minilucid-steps")
     controls = player.locator(".minilucid-controls")
     controls.wait_for(state="visible", timeout=20000)
     assert player.get_attribute("data-frame") == "0"
@@ -483,12 +509,11 @@ def test_jupyterlab_live_step_through_player_works(browser, lab):
     assert player.get_attribute("data-frame") == "1"
     assert "frame 1: step 1" in controls.locator(".minilucid-where").inner_text()
     assert player.locator(".minilucid-frame:visible img").count() == 1
-    page.close()
 
 
-def test_jupyterlab_player_keeps_its_controls_and_step_on_a_laptop_screen(browser, lab):
+def test_jupyterlab_player_keeps_its_controls_and_step_on_a_laptop_screen(served):
     """A tall step-through on a 1366x768 screen: the controls follow, each step's node shows."""
-    url, clone = lab
+    page, clone = served
     source = (
         "from minilucid import viz\n"
         "from minilucid_course.readme_picture import expression\n"
@@ -498,22 +523,21 @@ def test_jupyterlab_player_keeps_its_controls_and_step_on_a_laptop_screen(browse
     nb.cells = [new_code_cell(source)]
     (clone / "live").mkdir(exist_ok=True)
     nbformat.write(nb, clone / "live" / "viz_laptop.ipynb")
-    page = open_notebook(browser, url, "live/viz_laptop.ipynb", LAPTOP)
-    page.get_by_text("| Idle").wait_for(timeout=20000)
-    page.locator(".jp-CodeCell .jp-InputArea").first.click()
+    panel = open_notebook(page, "clone/live/viz_laptop.ipynb", LAPTOP)
+    page.wait_for_function(KERNEL_IDLE, timeout=20000)
+    panel.locator(".jp-CodeCell .jp-InputArea").first.click()
     page.keyboard.press("Shift+Enter")
-    controls = page.locator(".minilucid-controls")
+    controls = panel.locator(".minilucid-controls")
     controls.wait_for(state="visible", timeout=20000)
-    tall = page.locator(".minilucid-frame:visible img").bounding_box()["height"]
+    tall = panel.locator(".minilucid-frame:visible img").bounding_box()["height"]
     assert tall > 0.6 * LAPTOP["height"]  # a frame nearly a screen tall, or taller
     for k in range(1, 7):
         controls.get_by_role("button", name="next").click()
         page.wait_for_timeout(100)
         bar = controls.bounding_box()
-        here = page.locator(".minilucid-frame:visible .minilucid-here").bounding_box()
+        here = panel.locator(".minilucid-frame:visible .minilucid-here").bounding_box()
         assert 0 <= bar["y"] and bar["y"] + bar["height"] <= LAPTOP["height"], f"frame {k}"
         assert 0 <= here["y"] and here["y"] + here["height"] <= LAPTOP["height"], f"frame {k}"
-    page.close()
 
 
 # --------------------------------------------------------------------------------------------
@@ -638,6 +662,7 @@ SETTLED = "() => new Promise((done) => requestAnimationFrame(() => requestAnimat
 def measure(page, path: str) -> dict:
     """Every picture the notebook shows, per theme: its width, the part visible, its smallest
     type in px (as displayed), its background."""
+    page.set_viewport_size(WINDOW)
     page.evaluate(
         """async path => {
             await window.jupyterapp.commands.execute('application:close-all');
@@ -673,28 +698,12 @@ def problems(pictures: list[dict]) -> list[str]:
     return found
 
 
-@pytest.fixture(scope="module")
-def measured_lab(browser, tmp_path_factory):
-    """JupyterLab serving trusted copies: the chapters the rule is tested on freshly executed, the
-    other chapters with graph pictures as stored."""
-    pytest.importorskip("jupyterlab", reason="JupyterLab is not installed")
-    pytest.importorskip("nbclient", reason="nbclient is not installed")
-    home = tmp_path_factory.mktemp("measured")
-    paths = executed_copies(ROOT / "notebooks", home / "work", ROOT)
-    for name in STORED:
-        paths.append(Path(shutil.copy(ROOT / "notebooks" / f"{name}.ipynb", home / "work")))
-    trust(paths, home / "jupyter_data_dir")
-    with serve_lab(home, home / "work", ROOT) as url:
-        page = lab_page(browser, url)
-        yield page
-        page.close()
-
-
 @pytest.mark.parametrize("name", [*MEASURED, *STORED, STEPS])
-def test_pictures_are_readable_as_displayed(measured_lab, name):
-    measured = measure(measured_lab, f"{name}.ipynb")
+def test_pictures_are_readable_as_displayed(served, name):
+    page, _ = served
+    measured = measure(page, f"work/{name}.ipynb")
     if name in ("03_reverse_mode", STEPS):  # freshly executed players: one layout per player
-        found = frame_moves(measured_lab)
+        found = frame_moves(page)
         assert found and all(move <= 1.0 and canvases == 1 for move, canvases in found), found
     for theme, pictures in measured.items():
         svgs = [p for p in pictures if p["kind"] == "image/svg+xml"]
