@@ -27,19 +27,19 @@ LONGEST_FIRST = (
     "tests/test_browser.py",
     "tests/test_site_browser.py",
     "tests/test_nbgrader_grading.py",
-    "tests/test_exercises_ch12.py",
-    "tests/test_class.py",
     "tests/test_lab.py",
+    "tests/test_class.py",
+    "tests/test_tiny_gpt.py",  # with PyTorch installed: its unchanged run under PyTorch too
     "tests/test_exercises_ch03.py",
-    "tests/test_tiny_gpt.py",
     "tests/test_presentation_browser.py",
-    "tests/test_hub.py",
-    "tests/test_traps.py",
-    "tests/test_exercises_ch13.py",
-    "tests/test_working_copy.py",
     "tests/test_exercises_unanswered.py",
+    "tests/test_working_copy.py",
+    "tests/test_traps.py",
+    "tests/test_grading.py",
+    "tests/test_hub.py",
     "solutions/13_attention.ipynb",
     "notebooks/10_convolutions.ipynb",
+    "tests/test_exercises_ch01.py",
 )
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
-from test_browser import ROOT, SIZES, TOKEN, player_notebook, serve_lab, trust
+from test_browser import ROOT, SETTLED, SIZES, TOKEN, player_notebook, serve_lab, trust
 
 pytestmark = pytest.mark.browser
 
@@ -110,7 +110,8 @@ def screens(presented):
 
 def measure(page) -> dict:
     """The notebook's area and every picture as displayed (its box and smallest type)."""
-    page.wait_for_timeout(800)  # the panels settle
+    page.evaluate(SETTLED)  # the panels laid out again
+    page.evaluate(SETTLED)
     measured = page.evaluate(AREA)
     pictures = page.evaluate(SIZES)
     measured["pictures"] = [p for p in pictures if p["kind"] == "image/svg+xml"]
