@@ -212,7 +212,7 @@ def _exercise_pager(chapter, titles) -> str:
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _exporter(up: str) -> HTMLExporter:
     """The exporter of the pages `up` below the site's root: one for all of them, so that its
     templates are compiled once, not once a page."""
