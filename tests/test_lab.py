@@ -183,6 +183,24 @@ def test_learners_get_what_learning_needs_and_the_tests_bring_their_tools():
     assert "test" in extras_of("hub-test").split(",")  # it runs pytest, after `make lab` too
 
 
+def test_no_jupyter_process_builds_an_iri_grammar_at_start():
+    """jsonschema 4.25 and later bring rfc3987-syntax into Jupyter's format checks; it builds a
+    grammar when imported, a second in every process that reads a notebook (JupyterLab, every
+    nbgrader command, make progress). The course holds jsonschema below 4.25 and setup removes
+    the package from an older venv."""
+    import importlib.metadata
+    import importlib.util
+
+    tomllib = pytest.importorskip("tomllib")
+    course = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]["course"]
+    assert "jsonschema>=4.18,<4.25" in course
+    version = tuple(int(p) for p in importlib.metadata.version("jsonschema").split(".")[:2])
+    assert version < (4, 25), version
+    assert importlib.util.find_spec("rfc3987_syntax") is None
+
+
 def test_setup_installs_nothing_when_the_extras_asked_for_are_in():
     if not (ROOT / ".venv" / ".installed").exists():
         pytest.skip("no .venv (make setup)")
