@@ -317,6 +317,9 @@ def served(browser, tmp_path_factory):
     paths = executed_copies(ROOT / "notebooks", home / "work", ROOT)
     for name in STORED:
         paths.append(Path(shutil.copy(ROOT / "notebooks" / f"{name}.ipynb", home / "work")))
+    # a signature is of the notebook's content: the clone's copy of a chapter signed unchanged
+    # here would show as trusted too, so the untrusted chapter must not be one of those
+    assert Path(CHAPTER).stem not in STORED
     trust(paths, home / "jupyter_data_dir")
     with serve_lab(home, home, ROOT) as url:
         page = lab_page(browser, url)
