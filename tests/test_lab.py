@@ -156,11 +156,15 @@ def test_make_teacher_opens_formgrader_on_the_class_and_releases_through_its_exc
     assert viewers["markdown"] == "Markdown Preview"  # the teacher's guide opens rendered
 
 
-def test_learners_get_what_learning_needs_and_the_tests_bring_their_tools():
+def _extras() -> dict:
+    """pyproject.toml's extras: name -> its requirements."""
     tomllib = pytest.importorskip("tomllib")
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
-        "optional-dependencies"
-    ]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return project["optional-dependencies"]
+
+
+def test_learners_get_what_learning_needs_and_the_tests_bring_their_tools():
+    extras = _extras()
     names = {
         key: {r.split(">")[0].split("=")[0].strip() for r in reqs} for key, reqs in extras.items()
     }
@@ -191,11 +195,7 @@ def test_no_jupyter_process_builds_an_iri_grammar_at_start():
     import importlib.metadata
     import importlib.util
 
-    tomllib = pytest.importorskip("tomllib")
-    course = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
-        "optional-dependencies"
-    ]["course"]
-    assert "jsonschema>=4.18,<4.25" in course
+    assert "jsonschema>=4.18,<4.25" in _extras()["course"]
     version = tuple(int(p) for p in importlib.metadata.version("jsonschema").split(".")[:2])
     assert version < (4, 25), version
     assert importlib.util.find_spec("rfc3987_syntax") is None
